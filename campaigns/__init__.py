@@ -1,0 +1,1 @@
+"""Campaigns, their email sequences, enrollments, suppressions and sending."""

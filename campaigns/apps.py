@@ -1,0 +1,6 @@
+"""App config for campaigns."""
+from django.apps import AppConfig
+
+
+class CampaignsConfig(AppConfig):
+    name = "campaigns"

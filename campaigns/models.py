@@ -1,0 +1,170 @@
+"""Campaign, CampaignEmail, Enrollment, CampaignLead, Suppression and EmailSend."""
+from django.db import models
+from django.db.models import Q
+
+
+class Campaign(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PAUSED = "paused"  # set when recipients complain too often; an owner resumes it
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="campaigns")
+    slug = models.SlugField(max_length=100)
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "slug"], name="campaigns_campaign_one_slug_per_workspace"),
+            models.CheckConstraint(condition=Q(status__in=["active", "paused"]), name="campaigns_campaign_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class CampaignEmail(models.Model):
+    """One step of a campaign's sequence."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="emails")
+    position = models.PositiveIntegerField()
+    subject = models.CharField(max_length=255)
+    body = models.TextField()
+    # Counted from enrollment (or resume) for the first unsent step, from the previous send after that.
+    delay_minutes = models.PositiveIntegerField(default=0)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "position"], name="campaigns_campaignemail_one_per_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.position} {self.subject}"
+
+
+class Enrollment(models.Model):
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        STOPPED = "stopped"
+        COMPLETED = "completed"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="enrollments")
+    customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="enrollments")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
+    enrolled_at = models.DateTimeField()
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    # Position of the last step sent (0: none yet); the next step is the first active one after it.
+    last_sent_position = models.PositiveIntegerField(default=0)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    next_send_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "customer"], name="campaigns_enrollment_one_per_customer"),
+            models.CheckConstraint(
+                condition=Q(state__in=["active", "stopped", "completed"]), name="campaigns_enrollment_state_valid"
+            ),
+        ]
+        indexes = [
+            # The sender's claim query: active enrollments due now, oldest first.
+            models.Index(
+                fields=["next_send_at"],
+                condition=Q(state="active", next_send_at__isnull=False),
+                name="campaigns_enrollment_due",
+            ),
+            # Recipients page: a campaign's enrollments by state and date.
+            models.Index(fields=["campaign", "state", "-enrolled_at"], name="campaigns_enrollment_list"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.customer} in {self.campaign}"
+
+
+class CampaignLead(models.Model):
+    """A lead counted in a campaign's numbers: one per created or reused enrollment, none on resume."""
+
+    class Outcome(models.TextChoices):
+        CREATED = "created"
+        REUSED = "reused"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="leads")
+    customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="campaign_leads")
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.CASCADE, related_name="leads")
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    # "api" for the leads endpoint; a conversion's channel when it enrolled automatically.
+    channel = models.CharField(max_length=10)
+    conversion = models.ForeignKey(
+        "conversions.ConversionEvent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "created_at"], name="campaigns_campaignlead_recent")]
+
+
+class Suppression(models.Model):
+    """An address this workspace must not email again."""
+
+    class Reason(models.TextChoices):
+        UNSUBSCRIBED = "unsubscribed"
+        BOUNCED = "bounced"
+        COMPLAINED = "complained"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="suppressions")
+    email = models.CharField(max_length=254)  # stored lower-cased: suppression is per lower(email)
+    reason = models.CharField(max_length=12, choices=Reason.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "email"], name="campaigns_suppression_one_per_email"),
+            models.CheckConstraint(condition=Q(email=models.functions.Lower("email")), name="campaigns_suppression_email_lower"),
+            models.CheckConstraint(
+                condition=Q(reason__in=["unsubscribed", "bounced", "complained"]), name="campaigns_suppression_reason_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.reason})"
+
+
+class EmailSend(models.Model):
+    """One step mailed to one enrollment. Unique per (enrollment, position): a step never goes twice."""
+
+    class Status(models.TextChoices):
+        SENT = "sent"
+        FAILED = "failed"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="sends")
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.CASCADE, related_name="sends")
+    campaign_email = models.ForeignKey(CampaignEmail, null=True, on_delete=models.SET_NULL, related_name="sends")
+    position = models.PositiveIntegerField()
+    to_email = models.CharField(max_length=254)
+    message_id = models.CharField(max_length=255, blank=True, default="")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    error = models.TextField(blank=True, default="")
+    sent_at = models.DateTimeField()
+    complained_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["enrollment", "position"], name="campaigns_emailsend_once_per_step"),
+        ]
+        indexes = [
+            # Complaint rate over a campaign's last 30 days of sends; daily limit per workspace.
+            models.Index(fields=["campaign", "sent_at"], name="campaigns_emailsend_recent"),
+            models.Index(fields=["workspace", "sent_at"], name="campaigns_emailsend_daily"),
+            # A complaint finds the last send to that address.
+            models.Index(fields=["workspace", "to_email", "-sent_at"], name="campaigns_emailsend_recipient"),
+        ]

@@ -1,0 +1,1 @@
+"""Tracked links, the posts they belong to, and the clicks the redirect records."""

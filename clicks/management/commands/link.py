@@ -1,0 +1,27 @@
+"""`manage.py link create WORKSPACE DESTINATION_URL [--post TITLE] [--campaign SLUG]`."""
+from django.core.management.base import CommandError
+
+from campaigns.models import Campaign
+from clicks.services import link_create
+from lftrack.cli import JsonCommand, workspace_from_arg
+
+
+class Command(JsonCommand):
+    help = "Create tracked links."
+
+    def add_actions(self, sub) -> None:
+        create = sub.add_parser("create", help="Create a tracked link.")
+        create.add_argument("workspace")
+        create.add_argument("destination")
+        create.add_argument("--post", default=None, help="post title; created when the workspace has none")
+        create.add_argument("--campaign", default=None, help="campaign slug the post belongs to")
+
+    def do_create(self, *, workspace: str, destination: str, post: str | None, campaign: str | None, **_) -> dict:
+        ws = workspace_from_arg(workspace)
+        campaign_obj = None
+        if campaign:
+            campaign_obj = Campaign.objects.filter(workspace=ws, slug=campaign).first()
+            if campaign_obj is None:
+                raise CommandError(f"unknown campaign: {campaign}")
+        link = link_create(workspace=ws, destination=destination, post_title=post, campaign=campaign_obj)
+        return {"id": link.pk, "key": link.key, "path": f"/l/{link.key}", "post_id": link.post_id}

@@ -1,0 +1,50 @@
+"""Post, Link and Click."""
+import secrets
+
+from django.db import models
+
+
+def new_link_key() -> str:
+    return secrets.token_urlsafe(6)  # 8 URL-safe characters, 48 bits
+
+
+def new_click_id() -> str:
+    return secrets.token_urlsafe(16)  # 22 URL-safe characters, 128 bits: unguessable, never sequential
+
+
+class Post(models.Model):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="posts")
+    title = models.CharField(max_length=200)
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="posts"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "title"], name="clicks_post_title")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Link(models.Model):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="links")
+    post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="links")
+    key = models.CharField(max_length=32, unique=True, default=new_link_key)
+    destination = models.URLField(max_length=2048)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"/l/{self.key}"
+
+
+class Click(models.Model):
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    link = models.ForeignKey(Link, on_delete=models.CASCADE, related_name="clicks")
+    click_id = models.CharField(max_length=64, unique=True, default=new_click_id)
+    created_at = models.DateTimeField(auto_now_add=True)
+    user_agent = models.CharField(max_length=512, blank=True, default="")
+    referrer = models.CharField(max_length=2048, blank=True, default="")
+
+    def __str__(self) -> str:
+        return self.click_id

@@ -1,0 +1,1 @@
+"""Conversion events (leads and sales) and the endpoints that record them."""

@@ -1,0 +1,65 @@
+"""ConversionEvent and IdempotencyKey."""
+from django.db import models
+from django.db.models import Q
+
+from customers.models import Customer
+
+
+class ConversionEvent(models.Model):
+    class Event(models.TextChoices):
+        LEAD = "lead"
+        SALE = "sale"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    click = models.ForeignKey("clicks.Click", on_delete=models.CASCADE, related_name="conversions")
+    # Copied from the click when written, so per-link numbers need no join through clicks.
+    link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="conversions")
+    customer = models.ForeignKey(
+        Customer, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversions"
+    )
+    event = models.CharField(max_length=4, choices=Event.choices)
+    value_cents = models.BigIntegerField(null=True, blank=True)  # sales only
+    event_name = models.CharField(max_length=255, blank=True, default="")
+    meta = models.JSONField(default=dict, blank=True)
+    occurred_at = models.DateTimeField()
+    channel = models.CharField(max_length=10, choices=Customer.Channel.choices)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(event__in=["lead", "sale"]), name="conversions_event_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(value_cents__isnull=True) | Q(event="sale", value_cents__gte=0),
+                name="conversions_event_value_on_sales_only",
+            ),
+            models.CheckConstraint(
+                condition=Q(channel__in=["api", "pixel", "manual"]), name="conversions_event_channel_valid"
+            ),
+        ]
+        indexes = [
+            # Contact page: a customer's conversions, newest first.
+            models.Index(fields=["customer", "-occurred_at"], name="conversions_event_customer"),
+            # Post and link numbers: counts and revenue per link and event.
+            models.Index(fields=["link", "event"], name="conversions_event_link"),
+            # Workspace activity feed and admin list, newest first.
+            models.Index(fields=["workspace", "-occurred_at"], name="conversions_event_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} #{self.pk}"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a request sent with `Idempotency-Key`, replayed for 24 hours."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_digest = models.CharField(max_length=64)  # SHA-256 of the request body
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)  # null while in flight
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "key"], name="conversions_idempotencykey_one_per_key"),
+        ]
+        indexes = [models.Index(fields=["created_at"], name="conversions_idemkey_age")]

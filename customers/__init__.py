@@ -1,0 +1,1 @@
+"""Customers (shown as Contacts), their activity, and the one matching service."""

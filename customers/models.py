@@ -1,0 +1,73 @@
+"""Customer and CustomerActivity."""
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower
+
+
+class Customer(models.Model):
+    class Channel(models.TextChoices):
+        API = "api", "API"
+        PIXEL = "pixel", "Pixel"
+        MANUAL = "manual", "Manual"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="customers")
+    # Stored as first given; identity is lower(email). Empty means "no email yet".
+    email = models.CharField(max_length=254, blank=True, default="")
+    name = models.CharField(max_length=200, blank=True, default="")
+    avatar_url = models.CharField(max_length=2048, blank=True, default="")
+    external_id = models.CharField(max_length=255, blank=True, default="")
+    source = models.CharField(max_length=10, choices=Channel.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "contact"
+        constraints = [
+            # The matching service's INSERT ... ON CONFLICT names this index's expression and predicate.
+            models.UniqueConstraint(
+                Lower("email"), "workspace", condition=~Q(email=""), name="customers_customer_one_per_email"
+            ),
+            models.UniqueConstraint(
+                fields=["workspace", "external_id"],
+                condition=~Q(external_id=""),
+                name="customers_customer_one_holder_per_external_id",
+            ),
+            models.CheckConstraint(
+                condition=Q(source__in=["api", "pixel", "manual"]), name="customers_customer_source_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="customers_customer_recent")]
+
+    def __str__(self) -> str:
+        return self.email or f"external_id {self.external_id}"
+
+
+class CustomerActivity(models.Model):
+    """The identity timeline of a contact: creation, email arrival, external_id moves, suppression."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created"
+        EMAIL_ADDED = "email_added"
+        EXTERNAL_ID_MOVED_IN = "external_id_moved_in"
+        EXTERNAL_ID_MOVED_OUT = "external_id_moved_out"
+        SUPPRESSED = "suppressed"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="activities")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    # How the change came in: a customer's channels, or "email" for a link in an email we sent.
+    channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link")])
+    external_id = models.CharField(max_length=255, blank=True, default="")
+    # For a move: the customer the external_id came from (moved_in) or went to (moved_out).
+    other_customer = models.ForeignKey(
+        Customer, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "customer activities"
+        indexes = [models.Index(fields=["customer", "created_at"], name="customers_activity_timeline")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.channel})"

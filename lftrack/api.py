@@ -1,0 +1,247 @@
+"""API plumbing shared by every v1 endpoint: the JSON parser, strict input fields and `parse()`."""
+import json
+import math
+from datetime import timezone as dt_timezone
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import URLValidator, validate_email
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+
+from lftrack.errors import Unprocessable, first_message
+
+BIGINT_MAX = 2**63 - 1
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _storable(value: Any) -> bool:
+    """True when every string in the document can be stored as PostgreSQL text/jsonb."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            # NUL is refused by PostgreSQL text and jsonb; lone surrogates cannot be encoded as UTF-8.
+            if "\x00" in item or not item.isascii() and _has_surrogate(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return False
+    return True
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def decode_json_object(raw: bytes) -> dict:
+    """Decode a request body that must be one JSON object; anything else is 400 "invalid JSON"."""
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise ParseError("invalid JSON") from None
+    if not isinstance(data, dict) or not _storable(data):
+        raise ParseError("invalid JSON")
+    return data
+
+
+class JSONObjectParser(BaseParser):
+    """application/json whose top level is an object, with every string storable."""
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> dict:
+        return decode_json_object(stream.read() if stream is not None else b"")
+
+
+class JSONOnlyNegotiation(BaseContentNegotiation):
+    """Always answer JSON, whatever Accept says (no 406s for odd clients)."""
+
+    def select_parser(self, request, parsers):
+        for parser in parsers:
+            if request.content_type.split(";")[0].strip().lower() == parser.media_type:
+                return parser
+        return None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def request_json(request) -> dict:
+    """The request body as a dict; an empty body is invalid JSON, not an empty object."""
+    data = request.data  # runs the parser: 415 for other media types, 400 for bad JSON
+    if request.stream is None:
+        raise ParseError("invalid JSON")
+    return data
+
+
+def parse(serializer_class: type[serializers.Serializer], data: dict) -> dict:
+    """Validate `data`; the first error becomes 422 with its contract message."""
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise Unprocessable(first_message(serializer.errors))
+    return serializer.validated_data
+
+
+class _NamedMessages:
+    """Mixin: default error messages that name the field, unless the caller gave their own."""
+
+    def __init__(self, *args, **kwargs):
+        self._explicit_messages = dict(kwargs.get("error_messages") or {})
+        super().__init__(*args, **kwargs)
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        named = {
+            "required": f"{field_name} is required",
+            "null": f"{field_name} is required",
+            "invalid": f"{field_name} must be a string",
+            "too_long": f"{field_name} is too long",
+            "blank": f"{field_name} is required",
+        }
+        self.error_messages = {**self.error_messages, **named, **self._explicit_messages}
+
+
+class StrictCharField(_NamedMessages, serializers.Field):
+    """A JSON string taken as sent: numbers are not coerced and spaces are not trimmed."""
+
+    def __init__(self, *, max_length: int, allow_blank: bool = True, **kwargs):
+        self.max_length = max_length
+        self.allow_blank = allow_blank
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if len(data) > self.max_length:
+            self.fail("too_long")
+        if not data and not self.allow_blank:
+            self.fail("blank")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class StrictEmailField(StrictCharField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 254)
+        super().__init__(**kwargs)
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        self.error_messages.setdefault("invalid_email", "invalid email")
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if value:
+            try:
+                validate_email(value)
+            except DjangoValidationError:
+                self.fail("invalid_email")
+        return value
+
+
+class StrictURLField(StrictCharField):
+    """An absolute http(s) URL."""
+
+    _validator = URLValidator(schemes=["http", "https"])
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        self.error_messages.setdefault("invalid_url", f"{field_name} must be an http or https URL")
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if value:
+            try:
+                self._validator(value)
+            except DjangoValidationError:
+                self.fail("invalid_url")
+        return value
+
+
+class StrictIntegerField(_NamedMessages, serializers.Field):
+    """A JSON integer (not a float, string or boolean) within [min_value, max_value]."""
+
+    def __init__(self, *, min_value: int = 0, max_value: int = BIGINT_MAX, **kwargs):
+        self.min_value = min_value
+        self.max_value = max_value
+        super().__init__(**kwargs)
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        if "invalid" not in self._explicit_messages:
+            self.error_messages["invalid"] = f"{field_name} must be an integer"
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        if not self.min_value <= data <= self.max_value:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class JSONObjectField(_NamedMessages, serializers.Field):
+    """Any JSON object, kept as given, up to `max_bytes` once serialized."""
+
+    def __init__(self, *, max_bytes: int, **kwargs):
+        self.max_bytes = max_bytes
+        super().__init__(**kwargs)
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        if "invalid" not in self._explicit_messages:
+            self.error_messages["invalid"] = f"{field_name} must be an object"
+
+    def to_internal_value(self, data: Any) -> dict:
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        if len(json.dumps(data, ensure_ascii=False).encode()) > self.max_bytes:
+            self.fail("too_long")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class StrictChoiceField(_NamedMessages, serializers.Field):
+    """One of `choices`; anything else (missing, wrong type, unknown value) fails with `invalid`."""
+
+    def __init__(self, *, choices: list[str], **kwargs):
+        self.choices = choices
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or data not in self.choices:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def iso_utc(moment) -> str:
+    """ISO 8601 in UTC with a `Z`, as every timestamp in the API is written."""
+    return moment.astimezone(dt_timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def optional(value: str | None) -> str | None:
+    """Absent optional strings are stored empty and answered as null (CONTRACT.md section 3)."""
+    return value or None

@@ -1,0 +1,122 @@
+"""The only place that builds `{"error": ...}` bodies: domain errors, the DRF handler and Django's handlers."""
+import logging
+import math
+
+from django.core.exceptions import PermissionDenied
+from django.views import defaults
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django_ratelimit.exceptions import Ratelimited
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+logger = logging.getLogger("lftrack.errors")
+
+
+class ServiceError(Exception):
+    """A rule of the contract was broken; `message` is the contract's exact text."""
+
+    status_code = 422
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class Unprocessable(ServiceError):
+    status_code = 422
+
+
+class NotFound(ServiceError):
+    status_code = 404
+
+
+class RateLimited(ServiceError):
+    status_code = 429
+
+    def __init__(self, retry_after: int = 60):
+        super().__init__("rate_limited")
+        self.retry_after = max(1, int(math.ceil(retry_after)))
+
+
+def error_body(message: str) -> dict[str, str]:
+    return {"error": message}
+
+
+def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> JsonResponse:
+    response = JsonResponse(error_body(message), status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _status_and_message(exc: Exception) -> tuple[int, str, dict[str, str]]:
+    if isinstance(exc, RateLimited):
+        return 429, exc.message, {"Retry-After": str(exc.retry_after)}
+    if isinstance(exc, ServiceError):
+        return exc.status_code, exc.message, {}
+    if isinstance(exc, Ratelimited):  # django-ratelimit's; a subclass of PermissionDenied
+        return 429, "rate_limited", {"Retry-After": "60"}
+    if isinstance(exc, drf.Throttled):
+        return 429, "rate_limited", {"Retry-After": str(max(1, math.ceil(exc.wait or 60)))}
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        return 401, "unauthorized", {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, drf.ParseError):
+        return 400, "invalid JSON", {}
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return 415, "unsupported media type", {}
+    if isinstance(exc, drf.MethodNotAllowed):
+        return 405, "method not allowed", {}
+    if isinstance(exc, (drf.NotFound, Http404)):
+        return 404, "not found", {}
+    if isinstance(exc, (drf.PermissionDenied, PermissionDenied)):
+        return 403, "forbidden", {}
+    if isinstance(exc, drf.ValidationError):
+        return 422, first_message(exc.detail), {}
+    if isinstance(exc, drf.APIException):
+        return exc.status_code, str(exc.detail), {}
+    return 500, "internal error", {}
+
+
+def first_message(detail: object) -> str:
+    """The first leaf message of a (possibly nested) DRF error structure."""
+    while isinstance(detail, (dict, list)) and detail:
+        detail = next(iter(detail.values())) if isinstance(detail, dict) else detail[0]
+    return str(detail) if detail else "invalid request"
+
+
+def exception_handler(exc: Exception, context: dict) -> Response:
+    """DRF's EXCEPTION_HANDLER: every API error, including unexpected ones, becomes `{"error": ...}`."""
+    status, message, headers = _status_and_message(exc)
+    if status == 500:
+        request = context.get("request")
+        # The traceback goes to the log with the route only: no headers, no body (they hold tokens).
+        logger.exception("unhandled error on %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"))
+    return Response(error_body(message), status=status, headers=headers)
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return json_error(400, "bad request")
+    return defaults.bad_request(request, exception)
+
+
+def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return json_error(403, "forbidden")
+    return defaults.permission_denied(request, exception)
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return json_error(404, "not found")
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return json_error(500, "internal error")
+    return defaults.server_error(request)

@@ -1,0 +1,78 @@
+"""GET /l/<key>: records a click and redirects with lf_cid, keeping the destination intact."""
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from clicks.models import Click
+from clicks.services import destination_with_click_id
+from tests.factories import LinkFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_redirect_records_a_click_and_appends_lf_cid(client):
+    link = LinkFactory(destination="https://shop.example.com/landing?utm_source=news&a=b%20c#pricing")
+    resp = client.get(f"/l/{link.key}", HTTP_USER_AGENT="TestBrowser/1.0", HTTP_REFERER="https://social.example/post/1")
+    assert resp.status_code == 302
+    click = Click.objects.get()
+    assert resp["Location"] == f"https://shop.example.com/landing?utm_source=news&a=b%20c&lf_cid={click.click_id}#pricing"
+    assert resp["Cache-Control"] == "no-store"
+    assert (click.link, click.workspace) == (link, link.workspace)
+    assert click.user_agent == "TestBrowser/1.0"
+    assert click.referrer == "https://social.example/post/1"
+
+
+def test_each_visit_mints_a_distinct_unguessable_click_id(client):
+    link = LinkFactory(destination="https://example.com/")
+    ids = set()
+    for _ in range(10):
+        location = client.get(f"/l/{link.key}")["Location"]
+        ids.add(parse_qs(urlsplit(location).query)["lf_cid"][0])
+    assert len(ids) == 10 and Click.objects.count() == 10
+    assert all(len(click_id) >= 22 for click_id in ids)  # 128 bits in URL-safe base64
+
+
+def test_unknown_key_is_404_and_records_nothing(client):
+    assert client.get("/l/doesnotexist").status_code == 404
+    assert not Click.objects.exists()
+
+
+def test_redirect_is_one_select_and_one_insert(client, django_assert_num_queries):
+    link = LinkFactory()
+    with django_assert_num_queries(2):
+        client.get(f"/l/{link.key}")
+
+
+def test_head_answers_without_recording_a_click(client):
+    link = LinkFactory(destination="https://example.com/page")
+    resp = client.head(f"/l/{link.key}")
+    assert resp.status_code == 302 and resp["Location"] == "https://example.com/page"
+    assert not Click.objects.exists()
+
+
+def test_post_is_not_allowed(client):
+    link = LinkFactory()
+    assert client.post(f"/l/{link.key}").status_code == 405
+
+
+def test_oversized_and_nul_headers_are_trimmed(client):
+    link = LinkFactory()
+    client.get(f"/l/{link.key}", HTTP_USER_AGENT="A\x00" * 600, HTTP_REFERER="r" * 5000)
+    click = Click.objects.get()
+    assert "\x00" not in click.user_agent and len(click.user_agent) == 512
+    assert len(click.referrer) == 2048
+
+
+@pytest.mark.parametrize(
+    "destination, expected",
+    [
+        ("https://e.com/", "https://e.com/?lf_cid=CID"),
+        ("https://e.com/p?x=1", "https://e.com/p?x=1&lf_cid=CID"),
+        ("https://e.com/p#frag", "https://e.com/p?lf_cid=CID#frag"),
+        ("https://e.com/p?x=1&lf_cid=old&y=2#f", "https://e.com/p?x=1&y=2&lf_cid=CID#f"),
+        ("https://e.com/p?lf%5Fcid=old", "https://e.com/p?lf_cid=CID"),
+        ("https://e.com/p?q=a+b&e=%2F&flag", "https://e.com/p?q=a+b&e=%2F&flag&lf_cid=CID"),
+    ],
+)
+def test_destination_rewrite(destination, expected):
+    assert destination_with_click_id(destination, "CID") == expected

@@ -1,0 +1,108 @@
+"""The operator CLI: one JSON object on stdout, a one-line error and non-zero exit on bad input."""
+import json
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from clicks.models import Link
+from tests.factories import CampaignFactory, UserFactory
+from workspaces.models import ApiToken, Membership, Workspace
+from workspaces.services import api_token_authenticate
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args) -> dict:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    lines = out.getvalue().strip().splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+def test_workspace_create_with_owner():
+    user = UserFactory(username="dora", is_staff=False)
+    result = run("workspace", "create", "initech", "--name", "Initech", "--owner", "dora")
+    workspace = Workspace.objects.get(slug="initech")
+    assert result == {"id": workspace.pk, "slug": "initech", "tracking_key": workspace.tracking_key}
+    assert workspace.name == "Initech"
+    assert Membership.objects.get(workspace=workspace, user=user).role == "owner"
+    user.refresh_from_db()
+    assert user.is_staff
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["workspace", "create", "Bad Slug"], "slug must be lowercase letters, digits and hyphens"),
+        (["workspace", "create", "acme"], "workspace already exists: acme"),
+        (["workspace", "create", "new", "--owner", "ghost"], "unknown user: ghost"),
+        (["token", "create", "nope"], "unknown workspace: nope"),
+        (["token", "revoke", "acme", "999999"], "unknown token: 999999"),
+        (["link", "create", "acme", "javascript:alert(1)"], "destination must be an http or https URL"),
+        (["link", "create", "acme", "https://e.com", "--campaign", "nope"], "unknown campaign: nope"),
+    ],
+)
+def test_bad_input_raises_a_one_line_error(acme, args, message):
+    with pytest.raises(CommandError, match=f"^{message}$"):
+        call_command(*args, stdout=StringIO())
+
+
+def test_bad_arguments_exit_non_zero_from_the_shell():
+    # Rejected by the argument parser, before any database is opened.
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "token", "revoke", "acme", "not-a-number"], capture_output=True, text=True
+    )
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    assert "invalid int value" in proc.stderr
+
+
+def test_token_create_prints_the_secret_once_and_stores_its_digest(acme):
+    result = run("token", "create", "acme", "--name", "CI")
+    token = ApiToken.objects.get(pk=result["id"])
+    assert token.name == "CI" and token.workspace == acme
+    assert api_token_authenticate(result["token"]) == token
+    assert result["token"] not in (token.digest, token.prefix)
+
+
+def test_token_revoke(acme):
+    created = run("token", "create", "acme")
+    assert run("token", "revoke", "acme", str(created["id"])) == {"id": created["id"], "revoked": True}
+    assert api_token_authenticate(created["token"]) is None
+
+
+def test_token_revoke_of_another_workspace_is_refused(acme, globex):
+    created = run("token", "create", "globex")
+    with pytest.raises(CommandError):
+        call_command("token", "revoke", "acme", str(created["id"]), stdout=StringIO())
+
+
+def test_link_create_with_its_own_post(acme):
+    result = run("link", "create", "acme", "https://shop.example.com/?ref=1")
+    link = Link.objects.get(pk=result["id"])
+    assert result == {"id": link.pk, "key": link.key, "path": f"/l/{link.key}", "post_id": link.post_id}
+    assert link.destination == "https://shop.example.com/?ref=1"
+
+
+def test_link_create_reuses_a_post_by_title_and_sets_its_campaign(acme):
+    campaign = CampaignFactory(workspace=acme, slug="spring")
+    first = run("link", "create", "acme", "https://e.com/a", "--post", "Launch")
+    second = run("link", "create", "acme", "https://e.com/b", "--post", "Launch", "--campaign", "spring")
+    assert first["post_id"] == second["post_id"]
+    assert Link.objects.get(pk=second["id"]).post.campaign == campaign
+
+
+def test_demo_is_rerunnable_and_prints_a_working_token(client):
+    first = run("demo")
+    second = run("demo")
+    assert first["workspace"] == second["workspace"] == "demo"
+    assert first["link"] == second["link"]
+    assert first["token"] != second["token"]
+    assert api_token_authenticate(second["token"]).workspace.slug == "demo"
+    resp = client.get(f"/l/{second['link']['key']}")
+    assert resp.status_code == 302 and "lf_cid=" in resp["Location"]

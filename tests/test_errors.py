@@ -1,0 +1,71 @@
+"""Every non-2xx answer under /api/v1 is `{"error": ...}` with the contract's message."""
+import pytest
+
+from tests.conftest import assert_api_error
+from tests.factories import ClickFactory
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/conversions"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["{", "not json", "[]", '"a string"', "42", "null", "", '{"a": NaN}', "[" * 5000 + "]" * 5000, '{"a": "\\u0000"}', '{"a": "\\ud800"}'],
+)
+def test_unparseable_or_non_object_bodies_are_400(api, acme_token, raw):
+    assert_api_error(api.post(URL, raw=raw, token=acme_token), 400, "invalid JSON")
+
+
+def test_invalid_utf8_is_400(api, acme_token):
+    assert_api_error(api.post(URL, raw=b'{"event": "\xff"}', token=acme_token), 400, "invalid JSON")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml", ""])
+def test_other_media_types_are_415(api, acme_token, content_type):
+    resp = api.post(URL, raw='{"event": "lead"}', content_type=content_type, token=acme_token)
+    assert_api_error(resp, 415, "unsupported media type")
+
+
+def test_json_with_charset_is_accepted(api, acme_token):
+    click = ClickFactory(link__post__workspace=acme_token.workspace)
+    resp = api.post(URL, {"event": "lead", "click_id": click.click_id}, content_type="application/json; charset=utf-8", token=acme_token)
+    assert resp.status_code == 201
+
+
+def test_unknown_route_is_404(api, acme_token):
+    assert_api_error(api.get("/api/v1/nothing-here", token=acme_token), 404, "not found")
+    assert_api_error(api.post("/api/v1/conversions/", {}, token=acme_token), 404, "not found")
+
+
+@pytest.mark.parametrize("method", ["get", "put", "patch", "delete"])
+def test_wrong_method_is_405(api, acme_token, method):
+    resp = getattr(api, method)(URL, HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}")
+    assert_api_error(resp, 405, "method not allowed")
+
+
+def test_body_over_64_kib_is_413_and_stores_nothing(api, acme_token):
+    from conversions.models import ConversionEvent
+
+    click = ClickFactory(link__post__workspace=acme_token.workspace)
+    body = '{"event": "lead", "click_id": "%s", "event_name": "%s"}' % (click.click_id, "x" * 66_000)
+    assert_api_error(api.post(URL, raw=body, token=acme_token), 413, "request too large")
+    assert not ConversionEvent.objects.exists()
+
+
+def test_unexpected_error_is_500_without_a_trace(api, acme_token, monkeypatch, caplog):
+    def explode(**kwargs):
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr("conversions.api.conversion_record", explode)
+    click = ClickFactory(link__post__workspace=acme_token.workspace)
+    resp = api.post(URL, {"event": "lead", "click_id": click.click_id}, token=acme_token)
+    assert_api_error(resp, 500, "internal error")
+    assert b"secret internals" not in resp.content and b"Traceback" not in resp.content
+    assert acme_token.secret not in caplog.text
+
+
+def test_errors_outside_the_api_stay_html(client, db):
+    resp = client.get("/no-such-page")
+    assert resp.status_code == 404
+    assert not resp["Content-Type"].startswith("application/json")

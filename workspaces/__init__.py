@@ -1,0 +1,1 @@
+"""Workspaces (tenants), their members and their API tokens."""

@@ -1,0 +1,23 @@
+"""`manage.py token create WORKSPACE [--name NAME]` and `manage.py token revoke WORKSPACE TOKEN_ID`."""
+from lftrack.cli import JsonCommand, workspace_from_arg
+from workspaces.services import api_token_create, api_token_revoke
+
+
+class Command(JsonCommand):
+    help = "Create or revoke API tokens. A new token's secret is printed once and never stored."
+
+    def add_actions(self, sub) -> None:
+        create = sub.add_parser("create", help="Create a token and print its secret once.")
+        create.add_argument("workspace")
+        create.add_argument("--name", default="CLI token")
+        revoke = sub.add_parser("revoke", help="Revoke a token.")
+        revoke.add_argument("workspace")
+        revoke.add_argument("token_id", type=int)
+
+    def do_create(self, *, workspace: str, name: str, **_) -> dict:
+        issued = api_token_create(workspace=workspace_from_arg(workspace), name=name)
+        return {"id": issued.token.pk, "token": issued.secret}
+
+    def do_revoke(self, *, workspace: str, token_id: int, **_) -> dict:
+        token = api_token_revoke(workspace=workspace_from_arg(workspace), token_id=token_id)
+        return {"id": token.pk, "revoked": True}

@@ -1,0 +1,66 @@
+"""Workspace (the tenant), Membership and ApiToken."""
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+def new_tracking_key() -> str:
+    return "pk_" + secrets.token_urlsafe(18)
+
+
+class Workspace(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    # Public: pasted into customers' pages with the pixel; it only ever records leads.
+    tracking_key = models.CharField(max_length=64, unique=True, default=new_tracking_key)
+    # Origins allowed to call the browser endpoint (CORS), one per line, e.g. https://shop.example.
+    allowed_origins = models.TextField(blank=True, default="")
+    # Emails this workspace may send per UTC day; null means settings.DEFAULT_DAILY_SEND_LIMIT.
+    daily_send_limit = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        EDITOR = "editor"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "workspace"], name="workspaces_membership_one_per_user"),
+            models.CheckConstraint(condition=Q(role__in=["owner", "editor"]), name="workspaces_membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.workspace}"
+
+
+class ApiToken(models.Model):
+    """A workspace's API credential. The secret is shown once; only its SHA-256 digest is kept."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    # First 8 random characters after `lf_`: found by index, shown in the admin to tell tokens apart.
+    prefix = models.CharField(max_length=8, db_index=True)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    def __str__(self) -> str:
+        return f"{self.name} (lf_{self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,110 @@
+"""Workspace and API-token rules: creation, hashing, authentication and revocation."""
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from lftrack.errors import NotFound, Unprocessable
+from workspaces.models import ApiToken, Membership, Workspace
+
+TOKEN_PREFIX = "lf_"
+# lf_ + token_urlsafe(32): 43 characters of base64url, 256 bits.
+_TOKEN_RE = re.compile(r"^lf_[A-Za-z0-9_-]{43}$")
+_SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+# last_used_at is a hint for the admin, not an audit log: write it at most once a minute per token.
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    secret: str  # shown once, never stored
+
+
+def token_digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@transaction.atomic
+def workspace_create(*, slug: str, name: str = "", owner_username: str | None = None) -> Workspace:
+    if not _SLUG_RE.match(slug):
+        raise Unprocessable("slug must be lowercase letters, digits and hyphens")
+    owner = None
+    if owner_username:
+        owner = get_user_model().objects.filter(username=owner_username).first()
+        if owner is None:
+            raise NotFound(f"unknown user: {owner_username}")
+    try:
+        with transaction.atomic():
+            workspace = Workspace.objects.create(slug=slug, name=name or slug)
+    except IntegrityError:
+        raise Unprocessable(f"workspace already exists: {slug}") from None
+    if owner is not None:
+        membership_set(workspace=workspace, user=owner, role=Membership.Role.OWNER)
+    return workspace
+
+
+@transaction.atomic
+def membership_set(*, workspace: Workspace, user, role: str) -> Membership:
+    """Give `user` a role in `workspace`; members are staff so they can use the admin."""
+    membership, _ = Membership.objects.update_or_create(user=user, workspace=workspace, defaults={"role": role})
+    if not user.is_staff:
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    return membership
+
+
+def workspace_get(*, slug: str) -> Workspace:
+    workspace = Workspace.objects.filter(slug=slug).first()
+    if workspace is None:
+        raise NotFound(f"unknown workspace: {slug}")
+    return workspace
+
+
+def api_token_create(*, workspace: Workspace, name: str, created_by=None) -> IssuedToken:
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        workspace=workspace,
+        name=name[:100] or "API token",
+        prefix=secret[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + 8],
+        digest=token_digest(secret),
+        created_by=created_by,
+    )
+    return IssuedToken(token=token, secret=secret)
+
+
+def api_token_revoke(*, workspace: Workspace, token_id: int) -> ApiToken:
+    token = ApiToken.objects.filter(workspace=workspace, pk=token_id).first()
+    if token is None:
+        raise NotFound(f"unknown token: {token_id}")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def api_token_authenticate(secret: str) -> ApiToken | None:
+    """The active token for `secret`, or None. One indexed lookup; digests compared in constant time."""
+    if not _TOKEN_RE.match(secret):
+        return None
+    digest = token_digest(secret)
+    prefix = secret[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + 8]
+    candidates = ApiToken.objects.select_related("workspace").filter(prefix=prefix, revoked_at__isnull=True)
+    for token in candidates:
+        if hmac.compare_digest(token.digest, digest):
+            _touch(token)
+            return token
+    return None
+
+
+def _touch(token: ApiToken) -> None:
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_GRANULARITY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
