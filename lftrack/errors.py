@@ -33,9 +33,16 @@ class NotFound(ServiceError):
 class RateLimited(ServiceError):
     status_code = 429
 
-    def __init__(self, retry_after: int = 60):
+    def __init__(self, retry_after: float = 60, limit: int | None = None):
         super().__init__("rate_limited")
         self.retry_after = max(1, int(math.ceil(retry_after)))
+        self.limit = limit
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Retry-After": str(self.retry_after)}
+        if self.limit is not None:
+            headers.update({"X-RateLimit-Limit": str(self.limit), "X-RateLimit-Remaining": "0"})
+        return headers
 
 
 def error_body(message: str) -> dict[str, str]:
@@ -51,7 +58,7 @@ def json_error(status: int, message: str, headers: dict[str, str] | None = None)
 
 def _status_and_message(exc: Exception) -> tuple[int, str, dict[str, str]]:
     if isinstance(exc, RateLimited):
-        return 429, exc.message, {"Retry-After": str(exc.retry_after)}
+        return 429, exc.message, exc.headers()
     if isinstance(exc, ServiceError):
         return exc.status_code, exc.message, {}
     if isinstance(exc, Ratelimited):  # django-ratelimit's; a subclass of PermissionDenied

@@ -1,5 +1,7 @@
 """Fixtures: the acme / globex story, an API client, and helpers shared by every test module."""
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -79,3 +81,47 @@ def acme_token(acme):
 @pytest.fixture
 def globex_token(globex):
     return ApiTokenFactory(workspace=globex)
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def _chromium():
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.skip("needs Debian's chromium and chromium-driver (installed by .ci/run)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # The machine's network is closed: without the background-networking flags Chromium stalls on lookups.
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--window-size=1280,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def browser(_chromium, live_server):
+    """Headless Chromium (selenium) with a clean cookie jar, pointed at the live test server."""
+    _chromium.get(live_server.url + "/healthz")
+    _chromium.delete_all_cookies()
+    yield _chromium
+    _chromium.delete_all_cookies()
+
+
+def save_screenshot(driver, name: str) -> Path:
+    """Keep a screenshot under test-artifacts/ for a person to look at after the run."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
