@@ -99,6 +99,9 @@ DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR
 # Persistent connections: the API's hot paths must not pay a new connection per request.
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not the in-memory default: live-server threads then open connections of their own.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
