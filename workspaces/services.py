@@ -5,6 +5,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -19,6 +20,7 @@ _TOKEN_RE = re.compile(r"^lf_[A-Za-z0-9_-]{43}$")
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 # last_used_at is a hint for the admin, not an audit log: write it at most once a minute per token.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,69 @@ def workspace_create(*, slug: str, name: str = "", owner_username: str | None = 
 @transaction.atomic
 def membership_set(*, workspace: Workspace, user, role: str) -> Membership:
     """Give `user` a role in `workspace`; members are staff so they can use the admin."""
+    if role not in Membership.Role.values:
+        raise Unprocessable(f"unknown role: {role}")
+    if role != Membership.Role.OWNER:
+        _keep_an_owner(workspace=workspace, losing=Membership.objects.filter(workspace=workspace, user=user))
     membership, _ = Membership.objects.update_or_create(user=user, workspace=workspace, defaults={"role": role})
     if not user.is_staff:
         user.is_staff = True
         user.save(update_fields=["is_staff"])
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    """Take a user out of a workspace; the last owner cannot be removed."""
+    _keep_an_owner(workspace=membership.workspace, losing=Membership.objects.filter(pk=membership.pk))
+    Membership.objects.filter(pk=membership.pk).delete()
+
+
+def _keep_an_owner(*, workspace: Workspace, losing) -> None:
+    """Raise when the memberships in `losing` hold the workspace's only owner role."""
+    # Lock the workspace row: two owners demoting each other at once must not both succeed.
+    Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+    owners = Membership.objects.filter(workspace=workspace, role=Membership.Role.OWNER)
+    if owners.exists() and not owners.exclude(pk__in=losing.values("pk")).exists():
+        raise Unprocessable("a workspace needs at least one owner")
+
+
+def allowed_origins_parse(text: str) -> list[str]:
+    """Origins for the browser endpoint's CORS, one per line: `https://shop.example[:port]`, normalized."""
+    origins: list[str] = []
+    for line in text.replace(",", "\n").splitlines():
+        raw = line.strip()
+        if not raw:
+            continue
+        parts = urlsplit(raw.rstrip("/"))
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname or port == -1 or (
+            parts.path or parts.query or parts.fragment or parts.username or parts.password
+        ):
+            raise Unprocessable(f"not an origin (scheme://host[:port]): {raw[:100]}")
+        scheme, host = parts.scheme.lower(), parts.hostname
+        if ":" in host:
+            host = f"[{host}]"
+        # Browsers leave the default port out of the Origin header, so we store it the same way.
+        origin = f"{scheme}://{host}" + (f":{port}" if port and port != _DEFAULT_PORTS[scheme] else "")
+        if origin not in origins:
+            origins.append(origin)
+    return origins
+
+
+@transaction.atomic
+def workspace_settings_update(*, workspace: Workspace, name: str, allowed_origins: str) -> Workspace:
+    """What an owner may change in Settings: the display name and the pixel's allowed origins."""
+    name = name.strip()
+    if not name:
+        raise Unprocessable("name is required")
+    workspace.name = name[:200]
+    workspace.allowed_origins = "\n".join(allowed_origins_parse(allowed_origins))
+    workspace.save(update_fields=["name", "allowed_origins"])
+    return workspace
 
 
 def workspace_get(*, slug: str) -> Workspace:

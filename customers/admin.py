@@ -1,0 +1,244 @@
+"""Contacts: search, filters, everything known about a person, and adding one by hand (channel "manual")."""
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
+from django.db.models.functions import Lower
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+
+from campaigns.models import Enrollment, Suppression
+from conversions.models import ConversionEvent
+from customers.models import Customer, CustomerActivity
+from customers.services import customer_match
+from lftrack.admin import MEMBERS, WorkspaceScopedAdmin, cents, visible_workspaces
+from lftrack.errors import ServiceError
+
+# The contact page lists this many of each; the rest is one click away in the filtered lists.
+PAGE_ROWS = 100
+Kind = CustomerActivity.Kind
+
+
+def suppression_of(outer: str = "") -> Exists:
+    """True when the workspace's suppression list holds this contact's lower(email)."""
+    return Exists(
+        Suppression.objects.filter(workspace=OuterRef(f"{outer}workspace"), email=Lower(OuterRef(f"{outer}email")))
+    )
+
+
+class SuppressedFilter(admin.SimpleListFilter):
+    title = "suppression"
+    parameter_name = "suppressed"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Suppressed"), ("no", "Not suppressed")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(suppressed=True)
+        if self.value() == "no":
+            return queryset.filter(suppressed=False)
+        return queryset
+
+
+class ContactAddForm(forms.Form):
+    workspace = forms.ModelChoiceField(queryset=None, empty_label=None)
+    email = forms.EmailField(max_length=254, required=False)
+    name = forms.CharField(max_length=200, required=False)
+    external_id = forms.CharField(
+        max_length=255, required=False, label="External id", help_text="Your own system's id for this person, if any."
+    )
+
+    def __init__(self, *args, workspaces, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workspace"].queryset = workspaces
+        if len(workspaces) == 1:
+            self.fields["workspace"].widget = forms.HiddenInput()
+            self.fields["workspace"].initial = workspaces[0].pk
+
+
+@admin.register(Customer)
+class CustomerAdmin(WorkspaceScopedAdmin):
+    """Contacts. Identity fields change only through the matching service, so the page is read-only."""
+
+    view_roles = add_roles = MEMBERS
+    list_display = ["contact", "name", "external_id", "source", "is_suppressed", "created_at"]
+    list_filter = ["source", SuppressedFilter, "workspace"]
+    search_fields = ["email", "name", "external_id"]
+    ordering = ["-created_at", "-pk"]
+    fieldsets = [
+        ("Identity", {"fields": ["email", "name", "external_id", "avatar"]}),
+        ("How they came in", {"fields": ["source", "created_at", "updated_at", "suppression"]}),
+    ]
+    readonly_fields = ["email", "name", "external_id", "avatar", "source", "created_at", "updated_at", "suppression"]
+    actions = []
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(suppressed=suppression_of())
+
+    @admin.display(description="email", ordering="email")
+    def contact(self, obj: Customer) -> str:
+        return obj.email or format_html('<span class="lf-muted">no email</span>')
+
+    @admin.display(description="suppressed", boolean=True, ordering="suppressed")
+    def is_suppressed(self, obj: Customer) -> bool:
+        return obj.suppressed
+
+    @admin.display(description="avatar")
+    def avatar(self, obj: Customer) -> str:
+        if not obj.avatar_url:
+            return "-"
+        return format_html('<img src="{}" alt="" style="max-height:48px" referrerpolicy="no-referrer"> {}', obj.avatar_url, obj.avatar_url)
+
+    @admin.display(description="suppression")
+    def suppression(self, obj: Customer) -> str:
+        row = _suppression_row(obj)
+        return f"{row.reason} since {row.created_at:%Y-%m-%d %H:%M} UTC" if row else "not suppressed"
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """Add a contact by hand through customer_match: an existing email gets the contact reused."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        workspaces = visible_workspaces(request, self.add_roles)
+        form = ContactAddForm(request.POST or None, workspaces=workspaces)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                match = customer_match(
+                    workspace=data["workspace"],
+                    channel=Customer.Channel.MANUAL,
+                    email=data["email"].strip(),
+                    external_id=data["external_id"].strip(),
+                    name=data["name"].strip(),
+                )
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+            else:
+                customer = match.customer
+                if match.created:
+                    self.log_addition(request, customer, [{"added": {}}])
+                    self.message_user(request, f"Added contact “{customer}”.", messages.SUCCESS)
+                else:
+                    self.message_user(
+                        request, f"“{customer}” was already a contact: blanks filled, nothing overwritten.", messages.INFO
+                    )
+                return HttpResponseRedirect(reverse("admin:customers_customer_change", args=[customer.pk]))
+        return self.render_screen(
+            request,
+            "admin/lftrack/form.html",
+            {"form": form, "submit_label": "Add contact",
+             "intro": "An email already known in the workspace reuses that contact; an external id moves to it."},
+            title="Add contact",
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, unquote(object_id))
+        if obj is not None:
+            extra_context = {**_contact_sections(obj), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _suppression_row(customer: Customer) -> Suppression | None:
+    if not customer.email:
+        return None
+    cached = getattr(customer, "_suppression_row", False)
+    if cached is False:
+        cached = Suppression.objects.filter(workspace_id=customer.workspace_id, email=customer.email.lower()).first()
+        customer._suppression_row = cached
+    return cached
+
+
+def _contact_sections(customer: Customer) -> dict:
+    """Conversions, enrollments and the timeline of one contact: a fixed handful of queries."""
+    conversions = list(
+        ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer)
+        .select_related("link__post")
+        .order_by("-occurred_at", "-pk")[: PAGE_ROWS + 1]
+    )
+    enrollments = list(
+        Enrollment.objects.filter(workspace_id=customer.workspace_id, customer=customer)
+        .select_related("campaign")
+        .order_by("-enrolled_at", "-pk")[: PAGE_ROWS + 1]
+    )
+    activities = list(
+        CustomerActivity.objects.filter(workspace_id=customer.workspace_id, customer=customer)
+        .select_related("other_customer")
+        .order_by("created_at", "pk")[: PAGE_ROWS * 2]
+    )
+    timeline = [(a.created_at, _describe(a), a.get_channel_display()) for a in activities]
+    suppression = _suppression_row(customer)
+    if suppression is not None and not any(a.kind == Kind.SUPPRESSED for a in activities):
+        timeline.append((suppression.created_at, f"Suppressed: {suppression.reason}", "-"))
+    timeline.sort(key=lambda row: row[0])
+    return {
+        "conversions": [_conversion_row(c) for c in conversions[:PAGE_ROWS]],
+        "more_conversions": len(conversions) > PAGE_ROWS,
+        "conversions_url": reverse("admin:conversions_conversionevent_changelist") + f"?customer__id__exact={customer.pk}",
+        "enrollments": [_enrollment_row(e) for e in enrollments[:PAGE_ROWS]],
+        "more_enrollments": len(enrollments) > PAGE_ROWS,
+        "enrollments_url": reverse("admin:campaigns_enrollment_changelist") + f"?customer__id__exact={customer.pk}",
+        "timeline": timeline,
+    }
+
+
+def _conversion_row(event: ConversionEvent) -> dict:
+    link = event.link
+    return {
+        "event": event.get_event_display(),
+        "link": format_html(
+            '<a href="{}">/l/{}</a> <span class="lf-muted">{}</span>',
+            reverse("admin:clicks_link_change", args=[link.pk]),
+            link.key,
+            link.destination[:80],
+        ),
+        "post": format_html('<a href="{}">{}</a>', reverse("admin:clicks_post_change", args=[link.post_id]), link.post.title),
+        "value": cents(event.value_cents) if event.value_cents is not None else "-",
+        "event_name": event.event_name or "-",
+        "when": event.occurred_at,
+        "channel": event.get_channel_display(),
+    }
+
+
+def _enrollment_row(enrollment: Enrollment) -> dict:
+    campaign = enrollment.campaign
+    return {
+        "campaign": format_html(
+            '<a href="{}?campaign__id__exact={}">{}</a>',
+            reverse("admin:campaigns_enrollment_changelist"),
+            campaign.pk,
+            campaign,
+        ),
+        "state": enrollment.get_state_display(),
+        "enrolled_at": enrollment.enrolled_at,
+        "next_send_at": enrollment.next_send_at,
+        "last_sent_at": enrollment.last_sent_at,
+    }
+
+
+def _other(customer: Customer | None) -> str:
+    if customer is None:
+        return format_html('<span class="lf-muted">a deleted contact</span>')
+    return format_html('<a href="{}">{}</a>', reverse("admin:customers_customer_change", args=[customer.pk]), customer)
+
+
+def _describe(activity: CustomerActivity) -> str:
+    if activity.kind == Kind.CREATED:
+        suffix = format_html(" with external id “{}”", activity.external_id) if activity.external_id else ""
+        return format_html("Created{}", suffix)
+    if activity.kind == Kind.EMAIL_ADDED:
+        return format_html("Email added: {}", activity.detail.get("email", ""))
+    if activity.kind == Kind.EXTERNAL_ID_MOVED_IN:
+        previous = activity.detail.get("previous_external_id")
+        replaced = format_html(" (replacing “{}”)", previous) if previous else ""
+        if activity.other_customer_id is None:
+            return format_html("External id “{}” attached{}", activity.external_id, replaced)
+        return format_html(
+            "External id “{}” moved in from {}{}", activity.external_id, _other(activity.other_customer), replaced
+        )
+    if activity.kind == Kind.EXTERNAL_ID_MOVED_OUT:
+        return format_html("External id “{}” moved out to {}", activity.external_id, _other(activity.other_customer))
+    if activity.kind == Kind.SUPPRESSED:
+        return format_html("Suppressed: {}", activity.detail.get("reason", ""))
+    return activity.get_kind_display()

@@ -1,0 +1,259 @@
+"""The back office's tenant scoping: staff see and change only their workspaces, by Membership role."""
+from collections.abc import Iterable
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.filters import RelatedFieldListFilter, SimpleListFilter
+from django.db import models
+from django.db.models import Count, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from workspaces.models import Membership, Workspace
+
+OWNER = Membership.Role.OWNER
+EDITOR = Membership.Role.EDITOR
+MEMBERS = frozenset({OWNER, EDITOR})
+OWNERS = frozenset({OWNER})
+NOBODY: frozenset[str] = frozenset()
+
+admin.site.site_header = "lftrack back office"
+admin.site.site_title = "lftrack"
+admin.site.index_title = "Back office"
+
+
+def is_superuser(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_superuser)
+
+
+def member_roles(request: HttpRequest) -> dict[int, str]:
+    """`{workspace_id: role}` of the request's user, read once per request (one query)."""
+    roles = getattr(request, "_lftrack_roles", None)
+    if roles is None:
+        user = request.user
+        if user.is_active and user.is_staff:
+            roles = dict(Membership.objects.filter(user_id=user.pk).values_list("workspace_id", "role"))
+        else:
+            roles = {}
+        request._lftrack_roles = roles
+    return roles
+
+
+def workspace_ids(request: HttpRequest, roles: Iterable[str]) -> list[int]:
+    """The workspaces where the user holds one of `roles` (superusers are not special here)."""
+    roles = frozenset(roles)
+    return sorted(ws for ws, role in member_roles(request).items() if role in roles)
+
+
+def scope(queryset: QuerySet, request: HttpRequest, roles: Iterable[str], field: str = "workspace") -> QuerySet:
+    """`queryset` cut down to the workspaces where the user holds one of `roles`; superusers keep all."""
+    roles = frozenset(roles)
+    if is_superuser(request):
+        return queryset if roles else queryset.none()
+    return queryset.filter(**{f"{field}__in": workspace_ids(request, roles)})
+
+
+def visible_workspaces(request: HttpRequest, roles: Iterable[str] = MEMBERS) -> QuerySet:
+    return scope(Workspace.objects.order_by("name", "pk"), request, roles, field="pk")
+
+
+def has_workspace(model: type[models.Model]) -> bool:
+    try:
+        field = model._meta.get_field("workspace")
+    except Exception:
+        return False
+    return field.is_relation and field.related_model is Workspace
+
+
+class WorkspaceFilter(SimpleListFilter):
+    """By workspace, listing only the user's own; hidden for someone with a single workspace."""
+
+    title = "workspace"
+    parameter_name = "workspace"
+
+    def lookups(self, request, model_admin):
+        roles = getattr(model_admin, "visible_roles", MEMBERS)
+        return [(str(pk), name) for pk, name in visible_workspaces(request, roles).values_list("pk", "name")]
+
+    def has_output(self) -> bool:
+        # A filter without output is not applied at all: keep it when a value is asked for.
+        return len(self.lookup_choices) > 1 or self.value() is not None
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(workspace_id=int(value))
+
+
+class ScopedRelatedFilter(RelatedFieldListFilter):
+    """A foreign-key filter whose choices come from the user's workspaces only (names never leak)."""
+
+    def field_choices(self, field, request, model_admin):
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        related = field.related_model
+        if is_superuser(request):
+            limit = None
+        elif has_workspace(related):
+            limit = {"workspace__in": workspace_ids(request, getattr(model_admin, "visible_roles", MEMBERS))}
+        else:
+            return []
+        return field.get_choices(include_blank=False, limit_choices_to=limit, ordering=ordering)
+
+    def has_output(self) -> bool:
+        # Django skips a filter with a single choice, and with it the value asked for in the URL.
+        return super().has_output() or bool(self.lookup_val or self.lookup_val_isnull)
+
+
+class WorkspaceModelForm(forms.ModelForm):
+    """Every chosen related row must live in the same workspace as the row being saved."""
+
+    def clean(self):
+        data = super().clean()
+        workspace = data.get("workspace") if "workspace" in self.fields else None
+        workspace_id = workspace.pk if workspace else getattr(self.instance, "workspace_id", None)
+        if workspace_id is None:
+            return data
+        for name, value in data.items():
+            if isinstance(value, models.Model) and not isinstance(value, Workspace) and hasattr(value, "workspace_id"):
+                if value.workspace_id != workspace_id:
+                    self.add_error(name, "Choose one from the same workspace.")
+        return data
+
+
+class _Scoped:
+    """Role rules shared by model admins and inlines; `obj` is the row (or the inline's parent row)."""
+
+    # Roles that may view, add, change, delete. Superusers may do whatever some role may.
+    view_roles: frozenset[str] = MEMBERS
+    add_roles: frozenset[str] = NOBODY
+    change_roles: frozenset[str] = NOBODY
+    delete_roles: frozenset[str] = NOBODY
+    # Path from the model to its workspace id: "workspace_id", or "pk" for Workspace itself.
+    workspace_id_attr = "workspace_id"
+    scope_field = "workspace"
+
+    @property
+    def visible_roles(self) -> frozenset[str]:
+        return self.view_roles | self.change_roles
+
+    def allowed(self, request: HttpRequest, roles: frozenset[str], obj=None) -> bool:
+        if not roles:
+            return False
+        if is_superuser(request):
+            return True
+        mine = member_roles(request)
+        if obj is None:
+            return any(role in roles for role in mine.values())
+        return mine.get(getattr(obj, self.workspace_id_attr)) in roles
+
+    def has_module_permission(self, request) -> bool:
+        return self.allowed(request, self.visible_roles)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return self.allowed(request, self.visible_roles, obj)
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        # ModelAdmin calls it without obj; an inline passes the parent row.
+        return self.allowed(request, self.add_roles, obj)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return self.allowed(request, self.change_roles, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.allowed(request, self.delete_roles, obj)
+
+    def scoped(self, queryset: QuerySet, request: HttpRequest, roles: Iterable[str] | None = None) -> QuerySet:
+        return scope(queryset, request, self.visible_roles if roles is None else roles, field=self.scope_field)
+
+    def get_queryset(self, request):
+        return self.scoped(super().get_queryset(request), request)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        related = db_field.related_model
+        roles = self.add_roles | self.change_roles
+        if related is Workspace:
+            kwargs["queryset"] = visible_workspaces(request, roles)
+        elif has_workspace(related):
+            kwargs["queryset"] = scope(related._default_manager.all(), request, roles)
+        elif "queryset" not in kwargs and not is_superuser(request):
+            kwargs["queryset"] = related._default_manager.none()  # e.g. users: each admin says how
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class WorkspaceScopedAdmin(_Scoped, admin.ModelAdmin):
+    """The base of every tenant model's admin: queryset, object lookups, FK choices, filters, actions."""
+
+    form = WorkspaceModelForm
+    show_full_result_count = False  # one COUNT less per page on big tables
+
+    def get_list_filter(self, request):
+        filters = []
+        for item in super().get_list_filter(request):
+            if item == "workspace":
+                filters.append(WorkspaceFilter)
+            elif isinstance(item, str) and "__" not in item and self.model._meta.get_field(item).is_relation:
+                filters.append((item, ScopedRelatedFilter))
+            else:
+                filters.append(item)
+        return filters
+
+    def get_list_display(self, request):
+        columns = list(super().get_list_display(request))
+        if "workspace" not in columns and has_workspace(self.model) and self.shows_many_workspaces(request):
+            columns.append("workspace")
+        return columns
+
+    def get_list_select_related(self, request):
+        related = self.list_select_related
+        if related is not True and has_workspace(self.model) and self.shows_many_workspaces(request):
+            related = ["workspace", *(related or [])]
+        return related
+
+    def shows_many_workspaces(self, request) -> bool:
+        if is_superuser(request):
+            return True
+        return len(workspace_ids(request, self.visible_roles)) > 1
+
+    def action_queryset(self, request, queryset: QuerySet, roles: Iterable[str] | None = None) -> QuerySet:
+        """Rows an action may touch: selected, visible, and in a workspace where the role allows it."""
+        return self.scoped(queryset, request, self.change_roles if roles is None else roles)
+
+    def render_screen(self, request, template: str, context: dict, title: str) -> TemplateResponse:
+        """An extra admin screen (get_urls entry) with the site's header, sidebar and breadcrumbs."""
+        return TemplateResponse(
+            request,
+            template,
+            {**self.admin_site.each_context(request), "opts": self.model._meta, "title": title, **context},
+        )
+
+
+class WorkspaceScopedInline(_Scoped, admin.TabularInline):
+    """An inline under a workspace row; read-only unless the subclass grants roles."""
+
+    extra = 0
+    show_change_link = False
+
+
+def cents(value: int | None) -> str:
+    """Integer cents as a plain amount: 49000 -> "490.00"."""
+    if value is None:
+        return "-"
+    sign = "-" if value < 0 else ""
+    value = abs(int(value))
+    return f"{sign}{value // 100:,}.{value % 100:02d}"
+
+
+def count_of(queryset: QuerySet, group: str) -> Coalesce:
+    """A correlated COUNT(*) subquery: `queryset` filtered on OuterRef and grouped by that same column."""
+    rows = queryset.order_by().values(group).annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(rows, output_field=models.BigIntegerField()), 0)
+
+
+def sum_of(queryset: QuerySet, group: str, field: str) -> Coalesce:
+    """A correlated SUM(field) subquery, 0 when no row matches."""
+    rows = queryset.order_by().values(group).annotate(total=Sum(field)).values("total")
+    return Coalesce(Subquery(rows, output_field=models.BigIntegerField()), 0)

@@ -1,0 +1,352 @@
+"""Settings, members and API tokens in the back office; owners only, every write through a service."""
+import secrets
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Q
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from lftrack.admin import NOBODY, OWNERS, WorkspaceScopedAdmin, is_superuser, visible_workspaces
+from lftrack.errors import ServiceError
+from workspaces.models import ApiToken, Membership, Workspace
+from workspaces.services import (
+    allowed_origins_parse,
+    api_token_create,
+    api_token_revoke,
+    membership_remove,
+    membership_set,
+    workspace_settings_update,
+)
+
+# The token form's one-time nonces live in the session, so a reload of the secret page cannot mint a second token.
+NONCE_SESSION_KEY = "lftrack_token_form_nonces"
+
+
+def pixel_snippet(workspace: Workspace) -> str:
+    return f'<script src="{settings.PUBLIC_BASE_URL}/lf.js" data-key="{workspace.tracking_key}" defer></script>'
+
+
+def connect_site(workspace: Workspace, *, settings_url: str | None = None) -> dict:
+    return {"workspace": workspace, "snippet": pixel_snippet(workspace), "settings_url": settings_url}
+
+
+class ServiceErrorsAsMessages:
+    """A service refusing a write (e.g. the last owner leaving) becomes an error message, not a 500."""
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ServiceError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ServiceError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+
+# ---------------------------------------------------------------------------------------------- Settings
+
+
+class SettingsForm(forms.ModelForm):
+    class Meta:
+        model = Workspace
+        fields = ["name", "allowed_origins"]
+        help_texts = {
+            "allowed_origins": "Sites allowed to send leads with the pixel, one per line, e.g. https://shop.example.com",
+        }
+
+    def clean_allowed_origins(self) -> str:
+        try:
+            return "\n".join(allowed_origins_parse(self.cleaned_data["allowed_origins"]))
+        except ServiceError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(ServiceErrorsAsMessages, WorkspaceScopedAdmin):
+    """A workspace's Settings page: name, Connect your site (key, snippet, origins, tokens)."""
+
+    view_roles = OWNERS
+    change_roles = OWNERS
+    workspace_id_attr = "pk"
+    scope_field = "pk"
+    form = SettingsForm
+    list_display = ["name", "slug", "created_at"]
+    search_fields = ["name", "slug"]
+    readonly_fields = ["slug", "tracking_key", "snippet", "manage_tokens", "members", "daily_send_limit", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "created_at"]}),
+        ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
+        ("Team and sending", {"fields": ["members", "daily_send_limit"]}),
+    ]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False  # workspaces are created by an operator (`manage.py workspace create`)
+
+    def get_actions(self, request):
+        return {}
+
+    @admin.display(description="pixel snippet")
+    def snippet(self, obj: Workspace) -> str:
+        return format_html(
+            '<div class="lf-copy-row"><textarea readonly rows="2" class="lf-snippet" id="pixel-snippet-{}">{}</textarea>'
+            '<button type="button" class="button" data-copy="pixel-snippet-{}">Copy</button></div>',
+            obj.pk,
+            pixel_snippet(obj),
+            obj.pk,
+        )
+
+    @admin.display(description="API tokens")
+    def manage_tokens(self, obj: Workspace) -> str:
+        url = reverse("admin:workspaces_apitoken_changelist") + f"?workspace={obj.pk}"
+        return format_html('<a href="{}" class="button" id="manage-tokens">Manage tokens</a>', url)
+
+    @admin.display(description="members")
+    def members(self, obj: Workspace) -> str:
+        url = reverse("admin:workspaces_membership_changelist") + f"?workspace={obj.pk}"
+        return format_html('<a href="{}">Manage members</a>', url)
+
+    def save_model(self, request, obj, form, change) -> None:
+        workspace_settings_update(
+            workspace=obj, name=form.cleaned_data["name"], allowed_origins=form.cleaned_data["allowed_origins"]
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {"title": "Settings", **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+# ---------------------------------------------------------------------------------------------- Members
+
+
+class MemberAddForm(forms.ModelForm):
+    """Adds an existing user by username or email; the user list itself is never shown to owners."""
+
+    user_name = forms.CharField(label="Username or email", max_length=254)
+
+    class Meta:
+        model = Membership
+        fields = ["workspace", "role"]
+
+    def clean(self):
+        data = super().clean()
+        identifier = (data.get("user_name") or "").strip()
+        if identifier:
+            users = get_user_model().objects.filter(Q(username=identifier) | Q(email__iexact=identifier), is_active=True)
+            found = list(users[:2])
+            if len(found) != 1:
+                self.add_error("user_name", "No single active user has this username or email.")
+            else:
+                data["user"] = found[0]
+                workspace = data.get("workspace")
+                if workspace and Membership.objects.filter(workspace=workspace, user=found[0]).exists():
+                    self.add_error("user_name", "Already a member of this workspace.")
+        return data
+
+
+@admin.register(Membership)
+class MembershipAdmin(ServiceErrorsAsMessages, WorkspaceScopedAdmin):
+    view_roles = add_roles = change_roles = delete_roles = OWNERS
+    list_display = ["username", "email", "role", "created_at"]
+    list_filter = ["role", "workspace"]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "user__email"]
+    ordering = ["workspace", "user__username"]
+
+    def get_actions(self, request):
+        return {}  # removal goes one by one through membership_remove, which keeps an owner
+
+    @admin.display(description="user", ordering="user__username")
+    def username(self, obj: Membership) -> str:
+        return obj.user.get_username()
+
+    @admin.display(description="email", ordering="user__email")
+    def email(self, obj: Membership) -> str:
+        return obj.user.email
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = MemberAddForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        return ["workspace", "user_name", "role"] if obj is None else ["workspace", "user", "role"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else ["workspace", "user"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        user = obj.user if change else form.cleaned_data["user"]
+        saved = membership_set(workspace=obj.workspace, user=user, role=obj.role)
+        obj.pk, obj.user, obj.created_at = saved.pk, saved.user, saved.created_at
+
+    def delete_model(self, request, obj) -> None:
+        membership_remove(membership=obj)
+
+
+# ---------------------------------------------------------------------------------------------- Tokens
+
+
+class TokenStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("active", "Active"), ("revoked", "Revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+class TokenCreateForm(forms.Form):
+    workspace = forms.ModelChoiceField(queryset=Workspace.objects.none(), empty_label=None)
+    name = forms.CharField(max_length=100, help_text="What will use it, e.g. “Checkout server” or “Zapier”.")
+    nonce = forms.CharField(widget=forms.HiddenInput)
+
+    def __init__(self, *args, workspaces, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workspace"].queryset = workspaces
+        if len(workspaces) == 1:
+            self.fields["workspace"].widget = forms.HiddenInput()
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(WorkspaceScopedAdmin):
+    """Manage tokens: create (secret shown once), list, revoke with confirmation. Never edited, never deleted."""
+
+    view_roles = add_roles = OWNERS
+    change_roles = delete_roles = NOBODY
+    revoke_roles = OWNERS
+    list_display = ["name", "prefix_shown", "created_at", "last_used_at", "status", "created_by"]
+    list_display_links = ["name"]
+    list_filter = [TokenStatusFilter, "workspace"]
+    list_select_related = ["created_by"]
+    search_fields = ["name", "prefix"]
+    ordering = ["-created_at", "-pk"]
+    fields = ["workspace", "name", "prefix_shown", "status", "created_at", "last_used_at", "revoked_at", "created_by"]
+    readonly_fields = fields
+    actions = ["revoke_tokens"]
+
+    def has_revoke_permission(self, request, obj=None) -> bool:
+        return self.allowed(request, self.revoke_roles, obj)
+
+    @admin.display(description="token", ordering="prefix")
+    def prefix_shown(self, obj: ApiToken) -> str:
+        return f"lf_{obj.prefix}…"
+
+    @admin.display(description="status", ordering="revoked_at")
+    def status(self, obj: ApiToken) -> str:
+        return "Active" if obj.revoked_at is None else f"Revoked {obj.revoked_at:%Y-%m-%d %H:%M} UTC"
+
+    def get_urls(self):
+        revoke = path("<path:object_id>/revoke/", self.admin_site.admin_view(self.revoke_view), name="workspaces_apitoken_revoke")
+        return [revoke, *super().get_urls()]
+
+    def changelist_view(self, request, extra_context=None):
+        workspaces = visible_workspaces(request, OWNERS)
+        chosen = request.GET.get("workspace", "")
+        if chosen.isdigit():
+            workspaces = workspaces.filter(pk=int(chosen))
+        workspaces = list(workspaces[:20])
+        sites = [
+            connect_site(ws, settings_url=reverse("admin:workspaces_workspace_change", args=[ws.pk])) for ws in workspaces
+        ]
+        extra_context = {
+            "title": "Manage tokens",
+            "connect_sites": sites,
+            "show_workspace_name": len(sites) > 1 or is_superuser(request),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, unquote(object_id))
+        can_revoke = obj is not None and obj.revoked_at is None and self.has_revoke_permission(request, obj)
+        return super().change_view(request, object_id, form_url, {"can_revoke": can_revoke, **(extra_context or {})})
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """Create a token; the response to the POST is the one page that ever shows its secret."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        workspaces = visible_workspaces(request, self.add_roles)
+        nonces = request.session.get(NONCE_SESSION_KEY, [])
+        if request.method == "POST":
+            form = TokenCreateForm(request.POST, workspaces=workspaces)
+            if form.is_valid():
+                if form.cleaned_data["nonce"] not in nonces:
+                    # A reload or a second click on the same form: the first submit already made the token.
+                    self.message_user(request, "This form was already used; its token is in the list below.", messages.WARNING)
+                    return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist"))
+                nonces.remove(form.cleaned_data["nonce"])
+                request.session[NONCE_SESSION_KEY] = nonces
+                issued = api_token_create(
+                    workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user
+                )
+                self.log_addition(request, issued.token, [{"added": {}}])
+                return self.render_screen(
+                    request,
+                    "admin/workspaces/apitoken/created.html",
+                    {"token": issued.token, "secret": issued.secret, "base_url": settings.PUBLIC_BASE_URL},
+                    title="Token created",
+                )
+        else:
+            nonce = secrets.token_urlsafe(16)
+            request.session[NONCE_SESSION_KEY] = [*nonces[-9:], nonce]
+            initial = {"workspace": request.GET.get("workspace") or (workspaces[0].pk if workspaces else None)}
+            form = TokenCreateForm(initial={**initial, "nonce": nonce}, workspaces=workspaces)
+        return self.render_screen(
+            request,
+            "admin/lftrack/form.html",
+            {"form": form, "submit_label": "Create token", "changelist_title": "Manage tokens",
+             "intro": "The token is shown once, on the next page. Store it in your server's secrets."},
+            title="Create token",
+        )
+
+    def revoke_view(self, request, object_id):
+        token = self.get_object(request, unquote(object_id))
+        if token is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_revoke_permission(request, token):
+            raise PermissionDenied
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            api_token_revoke(workspace=token.workspace, token_id=token.pk)
+            self.log_change(request, token, [{"changed": {"fields": ["revoked_at"]}}])
+            self.message_user(request, f"Revoked “{token.name}” (lf_{token.prefix}…).", messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist") + f"?workspace={token.workspace_id}")
+        return self.render_screen(
+            request, "admin/workspaces/apitoken/revoke_confirm.html", {"tokens": [token]}, title="Revoke token"
+        )
+
+    @admin.action(description="Revoke selected tokens", permissions=["revoke"])
+    def revoke_tokens(self, request, queryset):
+        tokens = list(self.action_queryset(request, queryset, self.revoke_roles).filter(revoked_at__isnull=True)
+                      .select_related("workspace"))
+        if request.POST.get("confirm") != "yes":
+            return self.render_screen(
+                request,
+                "admin/workspaces/apitoken/revoke_confirm.html",
+                {"tokens": tokens, "action": "revoke_tokens", "action_checkbox_name": ACTION_CHECKBOX_NAME},
+                title="Revoke tokens",
+            )
+        with transaction.atomic():
+            for token in tokens:
+                api_token_revoke(workspace=token.workspace, token_id=token.pk)
+                self.log_change(request, token, [{"changed": {"fields": ["revoked_at"]}}])
+        self.message_user(request, f"Revoked {len(tokens)} token(s).", messages.SUCCESS)
+        return None
