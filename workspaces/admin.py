@@ -233,7 +233,7 @@ class ApiTokenAdmin(WorkspaceScopedAdmin):
     view_roles = add_roles = OWNERS
     change_roles = delete_roles = NOBODY
     revoke_roles = OWNERS
-    list_display = ["name", "prefix_shown", "created_at", "last_used_at", "status", "created_by"]
+    list_display = ["name", "prefix_shown", "created", "last_used", "status", "created_by"]
     list_display_links = ["name"]
     list_filter = [TokenStatusFilter, "workspace"]
     list_select_related = ["created_by"]
@@ -249,6 +249,14 @@ class ApiTokenAdmin(WorkspaceScopedAdmin):
     @admin.display(description="token", ordering="prefix")
     def prefix_shown(self, obj: ApiToken) -> str:
         return f"lf_{obj.prefix}…"
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: ApiToken):
+        return obj.created_at
+
+    @admin.display(description="last used", ordering="last_used_at", empty_value="never")
+    def last_used(self, obj: ApiToken):
+        return obj.last_used_at
 
     @admin.display(description="status", ordering="revoked_at")
     def status(self, obj: ApiToken) -> str:
