@@ -8,6 +8,7 @@ from django.db.models.functions import Lower
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from campaigns.models import Enrollment, Suppression
 from conversions.models import ConversionEvent
@@ -80,7 +81,7 @@ class CustomerAdmin(WorkspaceScopedAdmin):
 
     @admin.display(description="email", ordering="email")
     def contact(self, obj: Customer) -> str:
-        return obj.email or format_html('<span class="lf-muted">no email</span>')
+        return obj.email or mark_safe('<span class="lf-muted">no email</span>')
 
     @admin.display(description="suppressed", boolean=True, ordering="suppressed")
     def is_suppressed(self, obj: Customer) -> bool:
@@ -219,7 +220,7 @@ def _enrollment_row(enrollment: Enrollment) -> dict:
 
 def _other(customer: Customer | None) -> str:
     if customer is None:
-        return format_html('<span class="lf-muted">a deleted contact</span>')
+        return mark_safe('<span class="lf-muted">a deleted contact</span>')
     return format_html('<a href="{}">{}</a>', reverse("admin:customers_customer_change", args=[customer.pk]), customer)
 
 

@@ -1,0 +1,66 @@
+"""Posts and links: clicks, leads, sales and revenue per link and per post, counted in SQL."""
+import pytest
+from django.urls import reverse
+
+from tests.factories import CampaignFactory, ClickFactory, ConversionEventFactory, LinkFactory, PostFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def launch(acme, globex):
+    post = PostFactory(workspace=acme, title="Launch")
+    busy = LinkFactory(post=post, destination="https://acme.test/busy")
+    quiet = LinkFactory(post=post, destination="https://acme.test/quiet")
+    clicks = [ClickFactory(link=busy) for _ in range(3)] + [ClickFactory(link=quiet)]
+    ConversionEventFactory(click=clicks[0], event="lead")
+    ConversionEventFactory(click=clicks[1], event="lead")
+    ConversionEventFactory(click=clicks[1], event="sale", value_cents=49000)
+    ConversionEventFactory(click=clicks[2], event="sale", value_cents=1050)
+    ConversionEventFactory(click=clicks[2], event="sale", value_cents=None)  # a sale without value counts, adds nothing
+    ConversionEventFactory(click=clicks[3], event="lead")
+    other = LinkFactory(post__workspace=globex)
+    ConversionEventFactory(click=ClickFactory(link=other), event="sale", value_cents=999999)
+    return post, busy, quiet
+
+
+def numbers(obj) -> tuple:
+    return obj.n_clicks, obj.n_leads, obj.n_sales, obj.revenue_cents
+
+
+def test_post_page_lists_its_links_with_their_numbers(as_bob, launch):
+    post, busy, quiet = launch
+    response = as_bob.get(reverse("admin:clicks_post_change", args=[post.pk]))
+    assert response.status_code == 200
+    inline = response.context["inline_admin_formsets"][0]
+    rows = {form.original.pk: numbers(form.original) for form in inline}
+    assert rows == {busy.pk: (3, 2, 3, 50050), quiet.pk: (1, 1, 0, 0)}
+    page = response.content.decode()
+    assert f"/l/{busy.key}" in page and "500.50" in page
+
+
+def test_post_list_sums_its_links(as_bob, launch):
+    post, _, _ = launch
+    response = as_bob.get(reverse("admin:clicks_post_changelist"))
+    (row,) = response.context["cl"].result_list
+    assert row.pk == post.pk and row.n_links == 2
+    assert numbers(row) == (4, 3, 3, 50050)
+
+
+def test_link_list_has_the_same_numbers(as_bob, launch):
+    _, busy, quiet = launch
+    response = as_bob.get(reverse("admin:clicks_link_changelist"))
+    rows = {link.pk: numbers(link) for link in response.context["cl"].result_list}
+    assert rows == {busy.pk: (3, 2, 3, 50050), quiet.pk: (1, 1, 0, 0)}
+
+
+def test_owner_moves_a_post_into_a_campaign(as_alice, as_bob, launch, acme):
+    post, busy, quiet = launch
+    campaign = CampaignFactory(workspace=acme)
+    data = {"title": "Launch v2", "campaign": campaign.pk, "links-TOTAL_FORMS": 2, "links-INITIAL_FORMS": 2,
+            "links-MIN_NUM_FORMS": 0, "links-MAX_NUM_FORMS": 1000, "links-0-id": busy.pk, "links-0-post": post.pk,
+            "links-1-id": quiet.pk, "links-1-post": post.pk}
+    assert as_bob.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 403
+    assert as_alice.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.campaign_id) == ("Launch v2", campaign.pk)
