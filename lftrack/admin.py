@@ -21,6 +21,7 @@ NOBODY: frozenset[str] = frozenset()
 admin.site.site_header = "lftrack back office"
 admin.site.site_title = "lftrack"
 admin.site.index_title = "Back office"
+admin.site.site_url = None  # no public site to link to from the header
 
 
 def is_superuser(request: HttpRequest) -> bool:
