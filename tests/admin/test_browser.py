@@ -54,6 +54,8 @@ def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
     secret = wait.until(ec.presence_of_element_located((By.ID, "token-secret"))).get_attribute("value")
     assert secret.startswith("lf_") and len(secret) == 46
     assert ApiToken.objects.get(name="Checkout server").prefix == secret[3:11]
+    browser.find_element(By.ID, "copy-token").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "copy-token"), "Copied"))
 
     api = live_server.url + "/api/v1/conversions"
     sale = {"event": "sale", "click_id": click.click_id, "value_cents": 49000, "event_name": "Annual plan",

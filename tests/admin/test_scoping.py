@@ -208,3 +208,9 @@ def test_roles_are_per_workspace(dave, acme_world, globex_world):
     assert settings_page.status_code == 302
     assert Workspace.objects.get(pk=globex_world.workspace.pk).name == "Globex"
     assert Enrollment.objects.get(pk=globex_world.enrollment.pk).state == "active"
+
+
+def test_autocomplete_never_lists_users_to_owners(as_alice, charlie):
+    params = {"app_label": "workspaces", "model_name": "membership", "field_name": "user", "term": "char"}
+    response = as_alice.get("/admin/autocomplete/", params)
+    assert response.status_code == 403 and "charlie" not in response.content.decode()
