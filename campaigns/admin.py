@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, EmailSend, Enrollment, Suppression
-from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, WorkspaceScopedInline, count_of, scope
+from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, WorkspaceScopedInline, as_id, count_of, scope
 
 SENT = EmailSend.Status.SENT
 
@@ -161,9 +161,9 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
 
     def changelist_view(self, request, extra_context=None):
         title = "Recipients"
-        campaign_id = request.GET.get("campaign__id__exact", "")
-        if campaign_id.isdigit():
-            campaign = scope(Campaign.objects.filter(pk=int(campaign_id)), request, self.visible_roles).first()
+        campaign_id = as_id(request.GET.get("campaign__id__exact"))
+        if campaign_id is not None:
+            campaign = scope(Campaign.objects.filter(pk=campaign_id), request, self.visible_roles).first()
             if campaign is not None:
                 title = f"Recipients of {campaign}"
         return super().changelist_view(request, {"title": title, **(extra_context or {})})

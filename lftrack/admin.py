@@ -24,6 +24,13 @@ admin.site.index_title = "Back office"
 admin.site.site_url = None  # no public site to link to from the header
 
 
+def as_id(value: object) -> int | None:
+    """A primary key from a URL parameter, or None: digits only, within a bigint (SQLite overflows past it)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        return int(value)
+    return None
+
+
 def is_superuser(request: HttpRequest) -> bool:
     return bool(request.user.is_active and request.user.is_superuser)
 
@@ -82,12 +89,10 @@ class WorkspaceFilter(SimpleListFilter):
         return len(self.lookup_choices) > 1 or self.value() is not None
 
     def queryset(self, request, queryset):
-        value = self.value()
-        if value is None:
+        if self.value() is None:
             return queryset
-        if not value.isdigit():
-            return queryset.none()
-        return queryset.filter(workspace_id=int(value))
+        workspace_id = as_id(self.value())
+        return queryset.none() if workspace_id is None else queryset.filter(workspace_id=workspace_id)
 
 
 class ScopedRelatedFilter(RelatedFieldListFilter):

@@ -14,7 +14,7 @@ from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from lftrack.admin import NOBODY, OWNERS, WorkspaceScopedAdmin, is_superuser, visible_workspaces
+from lftrack.admin import NOBODY, OWNERS, WorkspaceScopedAdmin, as_id, is_superuser, visible_workspaces
 from lftrack.errors import ServiceError
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.services import (
@@ -268,9 +268,9 @@ class ApiTokenAdmin(WorkspaceScopedAdmin):
 
     def changelist_view(self, request, extra_context=None):
         workspaces = visible_workspaces(request, OWNERS)
-        chosen = request.GET.get("workspace", "")
-        if chosen.isdigit():
-            workspaces = workspaces.filter(pk=int(chosen))
+        chosen = as_id(request.GET.get("workspace"))
+        if chosen is not None:
+            workspaces = workspaces.filter(pk=chosen)
         workspaces = list(workspaces[:20])
         sites = [
             connect_site(ws, settings_url=reverse("admin:workspaces_workspace_change", args=[ws.pk])) for ws in workspaces
@@ -316,7 +316,7 @@ class ApiTokenAdmin(WorkspaceScopedAdmin):
         else:
             nonce = secrets.token_urlsafe(16)
             request.session[NONCE_SESSION_KEY] = [*nonces[-9:], nonce]
-            initial = {"workspace": request.GET.get("workspace") or (workspaces[0].pk if workspaces else None)}
+            initial = {"workspace": as_id(request.GET.get("workspace")) or (workspaces[0].pk if workspaces else None)}
             form = TokenCreateForm(initial={**initial, "nonce": nonce}, workspaces=workspaces)
         return self.render_screen(
             request,
