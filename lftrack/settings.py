@@ -67,6 +67,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "lftrack.logs.RequestLogMiddleware",
     "lftrack.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -166,11 +167,18 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [],
 }
 
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")  # "json" for machines, "text" for people
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "json": {"()": "lftrack.logs.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # Django logs 4xx/5xx with the request line only; our own handler logs 500s without secrets.
+    # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.
     "loggers": {"django.request": {"level": "ERROR", "propagate": True}},
 }
