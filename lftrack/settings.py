@@ -68,7 +68,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "lftrack.logs.RequestLogMiddleware",
-    "lftrack.middleware.ApiBodyLimitMiddleware",
+    "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

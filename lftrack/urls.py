@@ -11,7 +11,7 @@ router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
 
 urlpatterns = [
-    path("l/<str:key>", follow_link, name="follow-link"),
+    path("l/<slug:key>", follow_link, name="follow-link"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(router.urls)),
     path("admin/", admin.site.urls),
