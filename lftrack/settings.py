@@ -117,6 +117,8 @@ RATELIMIT_CONVERSIONS_TOKEN = env.str("RATELIMIT_CONVERSIONS_TOKEN", default="10
 RATELIMIT_CONVERSIONS_IP = env.str("RATELIMIT_CONVERSIONS_IP", default="600/m")
 RATELIMIT_CAMPAIGN_LEADS_TOKEN = env.str("RATELIMIT_CAMPAIGN_LEADS_TOKEN", default="120/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
+# Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
+RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
