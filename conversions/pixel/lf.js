@@ -41,7 +41,7 @@
     // text/plain: a simple request, no preflight, no delay. A keepalive fetch in CORS mode always
     // carries the page's real Origin (a beacon may send "null" under a strict Referrer-Policy) and
     // outlives the navigation the form starts; browsers without keepalive get a beacon.
-    if ('keepalive' in Request.prototype) {
+    if (w.Request && 'keepalive' in Request.prototype) {
       fetch(api, { method: 'POST', body: json, keepalive: true, credentials: 'omit' }).catch(() => {});
     } else if (navigator.sendBeacon) {
       navigator.sendBeacon(api, json);
