@@ -5,6 +5,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -108,3 +109,64 @@ def _touch(token: ApiToken) -> None:
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_GRANULARITY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+
+
+def tracking_key_authenticate(key: object) -> Workspace | None:
+    """The workspace whose public tracking key this is, or None. The key is public: no secret to compare."""
+    if not isinstance(key, str) or not key or len(key) > Workspace._meta.get_field("tracking_key").max_length:
+        return None
+    return Workspace.objects.filter(tracking_key=key).first()
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_normalize(value: str) -> str | None:
+    """`scheme://host[:port]` as a browser writes it in `Origin` (lower case, no default port), or None.
+
+    Accepts what an operator types in the admin too: a trailing slash or a path is dropped.
+    """
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or parts.username or parts.password:
+        return None
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        host = f"{host}:{port}"
+    return f"{parts.scheme}://{host}"
+
+
+def workspace_origins(workspace: Workspace) -> frozenset[str]:
+    """The browser origins allowed to call the pixel's endpoint for `workspace` (one per line)."""
+    return frozenset(filter(None, map(origin_normalize, workspace.allowed_origins.splitlines())))
+
+
+def workspace_origin_allowed(workspace: Workspace, origin: str) -> bool:
+    normalized = origin_normalize(origin)
+    return normalized is not None and normalized in workspace_origins(workspace)
+
+
+def origin_allowed_anywhere(origin: str) -> bool:
+    """True when some workspace allows `origin`: a CORS preflight carries no key, only the origin."""
+    normalized = origin_normalize(origin)
+    if normalized is None:
+        return False
+    host = normalized.split("://", 1)[1]
+    # A substring narrows the rows; the exact per-line comparison below decides.
+    candidates = Workspace.objects.filter(allowed_origins__icontains=host).only("allowed_origins")
+    return any(normalized in workspace_origins(workspace) for workspace in candidates.iterator())
+
+
+def workspace_origin_allow(*, workspace: Workspace, origin: str) -> Workspace:
+    """Add `origin` to the workspace's allowed origins (idempotent)."""
+    normalized = origin_normalize(origin)
+    if normalized is None:
+        raise Unprocessable(f"invalid origin: {origin}")
+    if normalized not in workspace_origins(workspace):
+        lines = [line for line in workspace.allowed_origins.splitlines() if line.strip()]
+        workspace.allowed_origins = "\n".join([*lines, normalized])
+        workspace.save(update_fields=["allowed_origins"])
+    return workspace

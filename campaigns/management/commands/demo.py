@@ -6,10 +6,11 @@ from clicks.models import Link
 from clicks.services import link_create
 from lftrack.cli import JsonCommand
 from workspaces.models import Workspace
-from workspaces.services import api_token_create
+from workspaces.services import api_token_create, workspace_origin_allow
 
 DEMO_SLUG = "demo"
-DEMO_DESTINATION = "https://example.com/welcome?utm_source=lftrack-demo#signup"
+# The demo landing page (DEBUG only) on our own address: it carries the pixel.
+DEMO_LANDING = "/demo/landing?utm_source=lftrack-demo#signup"
 
 
 class Command(JsonCommand):
@@ -21,9 +22,11 @@ class Command(JsonCommand):
     @transaction.atomic
     def handle(self, *args, **options) -> None:
         workspace, _ = Workspace.objects.get_or_create(slug=DEMO_SLUG, defaults={"name": "Demo"})
-        link = Link.objects.filter(workspace=workspace).order_by("pk").first()
+        destination = settings.PUBLIC_BASE_URL + DEMO_LANDING
+        link = Link.objects.filter(workspace=workspace, destination=destination).order_by("pk").first()
         if link is None:
-            link = link_create(workspace=workspace, destination=DEMO_DESTINATION, post_title="Demo post")
+            link = link_create(workspace=workspace, destination=destination, post_title="Demo post")
+        workspace_origin_allow(workspace=workspace, origin=settings.PUBLIC_BASE_URL)  # the landing page's pixel
         # Secrets are never stored, so an earlier demo token cannot be shown again: mint a new one.
         issued = api_token_create(workspace=workspace, name="demo")
         base = settings.PUBLIC_BASE_URL
