@@ -3,12 +3,15 @@ from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from campaigns.api import CampaignLeadViewSet
 from clicks.views import follow_link
 from conversions.api import ConversionViewSet
 from lftrack.views import healthz
 
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
+# Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
+router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
 
 urlpatterns = [
     path("l/<str:key>", follow_link, name="follow-link"),
