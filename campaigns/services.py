@@ -1,26 +1,46 @@
-"""Campaign rules: campaigns and their sequence, enrollment (leads endpoint and conversions), stop/resume, suppression."""
+"""Campaign rules: campaigns and their sequence, enrollment (leads endpoint and conversions), stop/resume, suppression.
+
+The next_send_at rule itself lives in `campaigns.schedule` (re-exported here for callers of this module).
+"""
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from typing import Callable
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Exists, F, Max, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce, Greatest, Lower
+from django.db.models import Exists, Max, OuterRef, Value
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, Enrollment, Suppression
+from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
 from conversions.models import ConversionEvent
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
 from lftrack.errors import NotFound, Unprocessable
 from workspaces.models import Workspace
 
+__all__ = [
+    "LeadOutcome",
+    "LeadResult",
+    "campaign_create",
+    "campaign_email_activate",
+    "campaign_email_add",
+    "campaign_enroll_from_conversion",
+    "campaign_get",
+    "campaign_lead_add",
+    "enrollment_next_send_at",
+    "enrollment_resume",
+    "enrollment_stop",
+    "next_send_at_expression",
+    "suppression_add",
+]
+
 State = Enrollment.State
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 _MAX_DELAY_MINUTES = 2**31 - 1  # PositiveIntegerField's range on PostgreSQL
-_ACTIVITY_CHANNELS = {"api", "pixel", "manual", "email"}
+_ACTIVITY_CHANNELS = {value for value, _ in CustomerActivity._meta.get_field("channel").choices}
 
 
 class LeadOutcome(models.TextChoices):
@@ -51,6 +71,7 @@ def campaign_get(*, workspace: Workspace, slug: str) -> Campaign:
         campaign = Campaign.objects.filter(workspace=workspace, slug=slug).first()
     if campaign is None:
         raise NotFound("unknown campaign")
+    campaign.workspace = workspace  # already loaded: spares the services a query
     return campaign
 
 
@@ -139,60 +160,6 @@ def _schedule_for_step(email: CampaignEmail) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# next_send_at (CONTRACT.md section 6): the one rule, for one enrollment and as SQL for many
-
-
-def enrollment_next_send_at(*, enrollment: Enrollment) -> datetime | None:
-    """When the next unsent active step is due; None while no active step remains after the last sent.
-
-    The step is the first active one after `last_sent_position`; its delay counts from the latest of
-    enrollment, resume and previous send. The sender calls this after each send; call it inside the
-    transaction that saves the result, after `_share_sequence` when activations may run concurrently.
-    Same rule as `next_send_at_expression()`.
-    """
-    delay = (
-        CampaignEmail.objects.filter(
-            campaign_id=enrollment.campaign_id, active=True, position__gt=enrollment.last_sent_position
-        )
-        .order_by("position")
-        .values_list("delay_minutes", flat=True)
-        .first()
-    )
-    if delay is None:
-        return None
-    since = max(moment for moment in (enrollment.enrolled_at, enrollment.resumed_at, enrollment.last_sent_at) if moment)
-    return since + timedelta(minutes=delay)
-
-
-class _Minutes(models.Func):
-    """An integer number of minutes as a duration (an interval on PostgreSQL, microseconds on SQLite)."""
-
-    output_field = models.DurationField()
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="make_interval(mins => %(expressions)s)", **extra)
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="(%(expressions)s * 60000000)", **extra)
-
-
-def next_send_at_expression() -> models.Expression:
-    """`enrollment_next_send_at` as a per-row SQL expression over Enrollment, for set-based updates."""
-    delay = Subquery(
-        CampaignEmail.objects.filter(
-            campaign=OuterRef("campaign"), active=True, position__gt=OuterRef("last_sent_position")
-        )
-        .order_by("position")
-        .values("delay_minutes")[:1]
-    )
-    # Coalesce: GREATEST skips NULLs on PostgreSQL, SQLite's MAX() does not.
-    since = Greatest(
-        F("enrolled_at"), Coalesce("resumed_at", "enrolled_at"), Coalesce("last_sent_at", "enrolled_at")
-    )
-    return models.ExpressionWrapper(since + _Minutes(delay), output_field=models.DateTimeField())
-
-
-# ---------------------------------------------------------------------------------------------
 # Enrollment
 
 
@@ -230,13 +197,16 @@ def campaign_enroll_from_conversion(*, conversion: ConversionEvent) -> LeadResul
         return None
 
     def new_contact() -> bool:
-        # The matched customer is not handed over, so "created by this conversion" is read from the
-        # database: the customer came in through this channel and has no earlier trace (another
-        # conversion or a campaign lead). Hand-added contacts have source "manual".
-        return customer.source == conversion.channel and not (
-            ConversionEvent.objects.filter(customer_id=customer.pk).exclude(pk=conversion.pk).exists()
-            or CampaignLead.objects.filter(customer_id=customer.pk).exists()
-        )
+        # conversion_record does not hand over whether customer_match created the customer, so it is
+        # read from the database: they came in through this channel and have no earlier trace (another
+        # conversion, an enrollment). Hand-added contacts have source "manual". One query.
+        if customer.source != conversion.channel:
+            return False
+        earlier_conversion = ConversionEvent.objects.filter(customer_id=customer.pk).exclude(pk=conversion.pk)
+        enrollment = Enrollment.objects.filter(customer_id=customer.pk)
+        return not Customer.objects.filter(pk=customer.pk).filter(
+            Exists(earlier_conversion) | Exists(enrollment)
+        ).exists()
 
     # No savepoint: this runs inside conversion_record's transaction, on the conversions hot path.
     with transaction.atomic(savepoint=False):
@@ -245,19 +215,26 @@ def campaign_enroll_from_conversion(*, conversion: ConversionEvent) -> LeadResul
         )
 
 
-def _enroll(*, campaign: Campaign, customer: Customer, new_contact, channel: str, conversion=None) -> LeadResult:
-    """The SPEC 3 table for a matched contact. Runs inside the caller's transaction."""
+def _enroll(
+    *, campaign: Campaign, customer: Customer, new_contact: Callable[[], bool], channel: str, conversion=None
+) -> LeadResult:
+    """The SPEC 3 table for a matched contact, inside the caller's transaction.
+
+    `new_contact()` says whether the contact was created by this request (outcome `created`, and
+    no enrollment can exist yet); it is asked before anything else.
+    """
     if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email):
         return LeadResult(LeadOutcome.SUPPRESSED, customer, None)
+    created = new_contact()
+    if not created:  # retries land here: answer them with one read, no lock, no write
+        result = _already_enrolled(campaign=campaign, customer=customer)
+        if result is not None:
+            return result
     _share_sequence(campaign.pk)
     enrollment = _enrollment_insert(campaign=campaign, customer=customer)
-    if enrollment is None:
-        # The uniqueness of (campaign, customer) decided: it existed, or a concurrent request made it.
-        existing = Enrollment.objects.select_for_update().get(campaign=campaign, customer=customer)
-        if existing.state != State.STOPPED:
-            return LeadResult(LeadOutcome.ALREADY_ENROLLED, customer, existing)
-        return LeadResult(LeadOutcome.REUSED, customer, _resume(existing))  # no new campaign lead
-    outcome = LeadOutcome.CREATED if new_contact() else LeadOutcome.REUSED
+    if enrollment is None:  # the unique (campaign, customer) index says a concurrent request enrolled them
+        return _already_enrolled(campaign=campaign, customer=customer)
+    outcome = LeadOutcome.CREATED if created else LeadOutcome.REUSED
     CampaignLead.objects.create(
         workspace_id=campaign.workspace_id,
         campaign=campaign,
@@ -268,6 +245,20 @@ def _enroll(*, campaign: Campaign, customer: Customer, new_contact, channel: str
         conversion=conversion,
     )
     return LeadResult(outcome, customer, enrollment)
+
+
+def _already_enrolled(*, campaign: Campaign, customer: Customer) -> LeadResult | None:
+    """An existing enrollment: untouched (`already_enrolled`), or resumed when stopped (`reused`, no lead)."""
+    existing = Enrollment.objects.filter(campaign=campaign, customer=customer).first()
+    if existing is None:
+        return None
+    if existing.state == State.STOPPED:
+        # Lock only to resume: an active row may be held by the sender for the length of a send.
+        _share_sequence(campaign.pk)
+        existing = Enrollment.objects.select_for_update().get(pk=existing.pk)
+        if existing.state == State.STOPPED:
+            return LeadResult(LeadOutcome.REUSED, customer, _resume(existing))
+    return LeadResult(LeadOutcome.ALREADY_ENROLLED, customer, existing)
 
 
 def _enrollment_insert(*, campaign: Campaign, customer: Customer) -> Enrollment | None:

@@ -6,14 +6,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from campaigns.models import Enrollment
+from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
 from campaigns.services import (
     campaign_email_activate,
     campaign_email_add,
     campaign_lead_add,
-    enrollment_next_send_at,
     enrollment_resume,
     enrollment_stop,
-    next_send_at_expression,
 )
 from tests.campaigns.conftest import NOW
 from tests.factories import CampaignEmailFactory, CampaignFactory, EnrollmentFactory
