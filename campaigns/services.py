@@ -233,7 +233,10 @@ def _enroll(
     _share_sequence(campaign.pk)
     enrollment = _enrollment_insert(campaign=campaign, customer=customer)
     if enrollment is None:  # the unique (campaign, customer) index says a concurrent request enrolled them
-        return _already_enrolled(campaign=campaign, customer=customer)
+        result = _already_enrolled(campaign=campaign, customer=customer)
+        if result is None:  # only if the winner's row was deleted in between
+            raise RuntimeError("enrollment vanished while enrolling")
+        return result
     outcome = LeadOutcome.CREATED if created else LeadOutcome.REUSED
     CampaignLead.objects.create(
         workspace_id=campaign.workspace_id,
