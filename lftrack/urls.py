@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from campaigns.api import CampaignLeadViewSet
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
@@ -12,6 +13,8 @@ from lftrack.views import healthz
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
 router.register("browser/conversions", BrowserConversionViewSet, basename="browser-conversion")
+# Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
+router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
 
 urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),

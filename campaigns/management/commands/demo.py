@@ -1,7 +1,12 @@
-"""`manage.py demo`: a ready-to-try workspace, a fresh token and a tracked link (used by `make run`)."""
+"""`manage.py demo`: a ready-to-try workspace, a fresh token, a tracked link and a campaign (used by `make run`)."""
+import json
+import shlex
+
 from django.conf import settings
 from django.db import transaction
 
+from campaigns.models import Campaign
+from campaigns.services import campaign_create, campaign_email_add
 from clicks.models import Link
 from clicks.services import link_create
 from lftrack.cli import JsonCommand
@@ -11,10 +16,11 @@ from workspaces.services import api_token_create, workspace_origin_allow
 DEMO_SLUG = "demo"
 # The demo landing page (DEBUG only) on our own address: it carries the pixel.
 DEMO_LANDING = "/demo/landing?utm_source=lftrack-demo#signup"
+DEMO_CAMPAIGN = "welcome"
 
 
 class Command(JsonCommand):
-    help = "Create (or reuse) the demo workspace and link, and print a new demo API token."
+    help = "Create (or reuse) the demo workspace, link and campaign, and print a new demo API token."
 
     def add_arguments(self, parser) -> None:
         pass
@@ -22,20 +28,36 @@ class Command(JsonCommand):
     @transaction.atomic
     def handle(self, *args, **options) -> None:
         workspace, _ = Workspace.objects.get_or_create(slug=DEMO_SLUG, defaults={"name": "Demo"})
+        campaign = Campaign.objects.filter(workspace=workspace, slug=DEMO_CAMPAIGN).first()
+        if campaign is None:
+            campaign = campaign_create(workspace=workspace, slug=DEMO_CAMPAIGN, name="Welcome sequence")
+            campaign_email_add(
+                campaign=campaign,
+                subject="Welcome, {{ name }}",
+                body="Hi {{ name }}, thanks for signing up with {{ email }}.",
+                delay_minutes=0,
+            )
         destination = settings.PUBLIC_BASE_URL + DEMO_LANDING
         link = Link.objects.filter(workspace=workspace, destination=destination).order_by("pk").first()
         if link is None:
-            link = link_create(workspace=workspace, destination=destination, post_title="Demo post")
+            link = link_create(workspace=workspace, destination=destination, post_title="Demo post", campaign=campaign)
         workspace_origin_allow(workspace=workspace, origin=settings.PUBLIC_BASE_URL)  # the landing page's pixel
         # Secrets are never stored, so an earlier demo token cannot be shown again: mint a new one.
         issued = api_token_create(workspace=workspace, name="demo")
         base = settings.PUBLIC_BASE_URL
+        leads_url = f"{base}/api/v1/campaigns/{campaign.slug}/leads"
+        lead = json.dumps({"email": "ada@example.com", "name": "Ada Lovelace"})
         self.emit(
             {
                 "workspace": workspace.slug,
                 "tracking_key": workspace.tracking_key,
                 "token": issued.secret,
                 "link": {"id": link.pk, "key": link.key, "url": f"{base}/l/{link.key}"},
+                "campaign": {"slug": campaign.slug, "leads_url": leads_url},
                 "try": f"curl -i {base}/l/{link.key}",
+                "try_lead": (
+                    f"curl -s {leads_url} -H {shlex.quote('Authorization: Bearer ' + issued.secret)}"
+                    f" -H 'Content-Type: application/json' -d {shlex.quote(lead)}"
+                ),
             }
         )
