@@ -4,6 +4,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from campaigns.services import campaign_enroll_from_conversion
 from clicks.models import Click
 from conversions.models import ConversionEvent
 from customers.services import customer_match
@@ -39,7 +40,7 @@ def conversion_record(
             may_move_external_id=channel != "pixel",
             **customer,
         ).customer
-    return ConversionEvent.objects.create(
+    conversion = ConversionEvent.objects.create(
         workspace=workspace,
         click_id=click[0],
         link_id=click[1],
@@ -51,3 +52,5 @@ def conversion_record(
         occurred_at=timezone.now(),
         channel=channel,
     )
+    campaign_enroll_from_conversion(conversion=conversion)
+    return conversion

@@ -67,6 +67,12 @@ class JSONObjectParser(BaseParser):
         return decode_json_object(stream.read() if stream is not None else b"")
 
 
+class PlainTextJSONParser(JSONObjectParser):
+    """`text/plain` holding a JSON object: what `navigator.sendBeacon` and preflight-free `fetch` send."""
+
+    media_type = "text/plain"
+
+
 class JSONOnlyNegotiation(BaseContentNegotiation):
     """Always answer JSON, whatever Accept says (no 406s for odd clients)."""
 

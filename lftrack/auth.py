@@ -1,11 +1,11 @@
-"""Bearer-token authentication for the v1 API: `Authorization: Bearer lf_...` resolves to one workspace."""
+"""v1 API authentication: bearer tokens (`Authorization: Bearer lf_...`) and the pixel's public tracking key."""
 from django.contrib.auth.models import AnonymousUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
-from workspaces.models import ApiToken
-from workspaces.services import api_token_authenticate
+from workspaces.models import ApiToken, Workspace
+from workspaces.services import api_token_authenticate, tracking_key_authenticate
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -31,3 +31,31 @@ class BearerTokenAuthentication(BaseAuthentication):
 class HasWorkspaceToken(BasePermission):
     def has_permission(self, request, view) -> bool:
         return isinstance(request.auth, ApiToken)
+
+
+class TrackingKeyAuthentication(BaseAuthentication):
+    """The browser endpoint's key: header `X-Tracking-Key` or body field `key`; `request.auth` is the Workspace.
+
+    The key is public (it sits in every page carrying the pixel), so it only ever records leads.
+    """
+
+    def authenticate(self, request) -> tuple[AnonymousUser, Workspace] | None:
+        if request.method == "OPTIONS":  # a CORS preflight carries no key
+            return None
+        key = request.META.get("HTTP_X_TRACKING_KEY")
+        if key is None:
+            key = request.data.get("key")  # parses the body: 400 or 415 come first
+            if key is None:
+                return None
+        workspace = tracking_key_authenticate(key)
+        if workspace is None:
+            raise AuthenticationFailed()
+        return AnonymousUser(), workspace
+
+    def authenticate_header(self, request) -> str:
+        return "Tracking-Key"
+
+
+class HasTrackingKey(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return request.method == "OPTIONS" or isinstance(request.auth, Workspace)

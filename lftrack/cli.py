@@ -4,7 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lftrack.errors import ServiceError
+from campaigns.models import Campaign
+from campaigns.services import campaign_get
+from lftrack.errors import NotFound, ServiceError
 from workspaces.models import Workspace
 
 
@@ -13,6 +15,13 @@ def workspace_from_arg(slug: str) -> Workspace:
     if workspace is None:
         raise CommandError(f"unknown workspace: {slug}")
     return workspace
+
+
+def campaign_from_arg(workspace: Workspace, slug: str) -> Campaign:
+    try:
+        return campaign_get(workspace=workspace, slug=slug)
+    except NotFound:
+        raise CommandError(f"unknown campaign: {slug}") from None
 
 
 class JsonCommand(BaseCommand):

@@ -26,6 +26,10 @@ class Unprocessable(ServiceError):
     status_code = 422
 
 
+class Forbidden(ServiceError):
+    status_code = 403
+
+
 class NotFound(ServiceError):
     status_code = 404
 
@@ -66,7 +70,8 @@ def _status_and_message(exc: Exception) -> tuple[int, str, dict[str, str]]:
     if isinstance(exc, drf.Throttled):
         return 429, "rate_limited", {"Retry-After": str(max(1, math.ceil(exc.wait or 60)))}
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
-        return 401, "unauthorized", {"WWW-Authenticate": "Bearer"}
+        # DRF puts the view's scheme on the exception: Bearer, or Tracking-Key for the pixel's endpoint.
+        return 401, "unauthorized", {"WWW-Authenticate": getattr(exc, "auth_header", None) or "Bearer"}
     if isinstance(exc, drf.ParseError):
         return 400, "invalid JSON", {}
     if isinstance(exc, drf.UnsupportedMediaType):

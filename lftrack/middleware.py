@@ -1,22 +1,29 @@
-"""Request checks that must happen before any view reads the body."""
+"""Request checks that run before any view: oversized API bodies and unstorable URLs."""
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from lftrack.errors import json_error
 
 
-class ApiBodyLimitMiddleware:
-    """413 `request too large` for API bodies over 64 KiB, before a byte of them is read."""
+class RequestGuardMiddleware:
+    """413 for API bodies over 64 KiB (before a byte is read); 400 for a NUL in the path or query.
+
+    PostgreSQL refuses NUL in text, so a NUL reaching any lookup (a link key, an admin search box)
+    would otherwise surface as a 500.
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/api/"):
+        is_api = request.path.startswith("/api/")
+        if "\x00" in request.path or "%00" in request.META.get("QUERY_STRING", ""):
+            return json_error(400, "bad request") if is_api else HttpResponseBadRequest("Bad request")
+        if is_api:
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
-                return json_error(400, "invalid Content-Length")
+                return json_error(400, "bad request")
             if length > settings.API_MAX_BODY_BYTES:
                 return json_error(413, "request too large")
         return self.get_response(request)

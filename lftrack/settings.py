@@ -67,7 +67,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "lftrack.middleware.ApiBodyLimitMiddleware",
+    "lftrack.logs.RequestLogMiddleware",
+    "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -102,6 +103,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not the in-memory default: live-server threads then open connections of their own.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+    # Concurrent requests (the pixel's beside a page's, under runserver or the live server): a write
+    # transaction takes the lock when it begins and waits for it, instead of failing with "database is
+    # locked" when a read lock cannot be upgraded.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -117,6 +122,8 @@ RATELIMIT_CONVERSIONS_TOKEN = env.str("RATELIMIT_CONVERSIONS_TOKEN", default="10
 RATELIMIT_CONVERSIONS_IP = env.str("RATELIMIT_CONVERSIONS_IP", default="600/m")
 RATELIMIT_CAMPAIGN_LEADS_TOKEN = env.str("RATELIMIT_CAMPAIGN_LEADS_TOKEN", default="120/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
+# Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
+RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
@@ -166,11 +173,18 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [],
 }
 
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")  # "json" for machines, "text" for people
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "json": {"()": "lftrack.logs.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # Django logs 4xx/5xx with the request line only; our own handler logs 500s without secrets.
+    # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.
     "loggers": {"django.request": {"level": "ERROR", "propagate": True}},
 }

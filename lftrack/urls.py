@@ -1,20 +1,30 @@
-"""URL map: the tracked-link redirect, the v1 API router, health and the admin."""
+"""URL map: the tracked-link redirect, the pixel's script, the v1 API router, health, the admin and the demo."""
 from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from campaigns.api import CampaignLeadViewSet
 from clicks.views import follow_link
-from conversions.api import ConversionViewSet
+from conversions.api import BrowserConversionViewSet, ConversionViewSet
+from conversions.demo import demo_landing, demo_thanks
+from conversions.views import pixel_script
 from lftrack.views import healthz
 
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
+router.register("browser/conversions", BrowserConversionViewSet, basename="browser-conversion")
+# Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
+router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
 
 urlpatterns = [
-    path("l/<str:key>", follow_link, name="follow-link"),
+    path("l/<slug:key>", follow_link, name="follow-link"),
+    path("lf.js", pixel_script, name="pixel-script"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(router.urls)),
     path("admin/", admin.site.urls),
+    # 404 unless DEBUG is on (conversions/demo.py).
+    path("demo/landing", demo_landing, name="demo-landing"),
+    path("demo/thanks", demo_thanks, name="demo-thanks"),
 ]
 
 handler400 = "lftrack.errors.handler400"

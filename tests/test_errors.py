@@ -69,3 +69,12 @@ def test_errors_outside_the_api_stay_html(client, db):
     resp = client.get("/no-such-page")
     assert resp.status_code == 404
     assert not resp["Content-Type"].startswith("application/json")
+
+
+def test_nul_in_the_url_is_refused(api, acme_token, client):
+    assert_api_error(api.get("/api/v1/conversions?x=%00", token=acme_token), 400, "bad request")
+    assert client.get("/admin/?q=%00").status_code == 400
+
+
+def test_malformed_content_length_is_400(api, acme_token):
+    assert_api_error(api.post(URL, {}, token=acme_token, CONTENT_LENGTH="abc"), 400, "bad request")

@@ -20,7 +20,6 @@ _TOKEN_RE = re.compile(r"^lf_[A-Za-z0-9_-]{43}$")
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 # last_used_at is a hint for the admin, not an audit log: write it at most once a minute per token.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -83,26 +82,14 @@ def _keep_an_owner(*, workspace: Workspace, losing) -> None:
 
 
 def allowed_origins_parse(text: str) -> list[str]:
-    """Origins for the browser endpoint's CORS, one per line: `https://shop.example[:port]`, normalized."""
+    """The Settings field: one origin per line (commas too), normalized as browsers send them, deduplicated."""
     origins: list[str] = []
     for line in text.replace(",", "\n").splitlines():
-        raw = line.strip()
-        if not raw:
+        if not line.strip():
             continue
-        parts = urlsplit(raw.rstrip("/"))
-        try:
-            port = parts.port
-        except ValueError:
-            port = -1
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname or port == -1 or (
-            parts.path or parts.query or parts.fragment or parts.username or parts.password
-        ):
-            raise Unprocessable(f"not an origin (scheme://host[:port]): {raw[:100]}")
-        scheme, host = parts.scheme.lower(), parts.hostname
-        if ":" in host:
-            host = f"[{host}]"
-        # Browsers leave the default port out of the Origin header, so we store it the same way.
-        origin = f"{scheme}://{host}" + (f":{port}" if port and port != _DEFAULT_PORTS[scheme] else "")
+        origin = origin_normalize(line)
+        if origin is None:
+            raise Unprocessable(f"invalid origin: {line.strip()[:100]}")
         if origin not in origins:
             origins.append(origin)
     return origins
@@ -168,3 +155,64 @@ def _touch(token: ApiToken) -> None:
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_GRANULARITY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+
+
+def tracking_key_authenticate(key: object) -> Workspace | None:
+    """The workspace whose public tracking key this is, or None. The key is public: no secret to compare."""
+    if not isinstance(key, str) or not key or len(key) > Workspace._meta.get_field("tracking_key").max_length:
+        return None
+    return Workspace.objects.filter(tracking_key=key).first()
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_normalize(value: str) -> str | None:
+    """`scheme://host[:port]` as a browser writes it in `Origin` (lower case, no default port), or None.
+
+    Accepts what an operator types in the admin too: a trailing slash or a path is dropped.
+    """
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or parts.username or parts.password:
+        return None
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        host = f"{host}:{port}"
+    return f"{parts.scheme}://{host}"
+
+
+def workspace_origins(workspace: Workspace) -> frozenset[str]:
+    """The browser origins allowed to call the pixel's endpoint for `workspace` (one per line)."""
+    return frozenset(filter(None, map(origin_normalize, workspace.allowed_origins.splitlines())))
+
+
+def workspace_origin_allowed(workspace: Workspace, origin: str) -> bool:
+    normalized = origin_normalize(origin)
+    return normalized is not None and normalized in workspace_origins(workspace)
+
+
+def origin_allowed_anywhere(origin: str) -> bool:
+    """True when some workspace allows `origin`: a CORS preflight carries no key, only the origin."""
+    normalized = origin_normalize(origin)
+    if normalized is None:
+        return False
+    host = normalized.split("://", 1)[1]
+    # A substring narrows the rows; the exact per-line comparison below decides.
+    candidates = Workspace.objects.filter(allowed_origins__icontains=host).only("allowed_origins")
+    return any(normalized in workspace_origins(workspace) for workspace in candidates.iterator())
+
+
+def workspace_origin_allow(*, workspace: Workspace, origin: str) -> Workspace:
+    """Add `origin` to the workspace's allowed origins (idempotent)."""
+    normalized = origin_normalize(origin)
+    if normalized is None:
+        raise Unprocessable(f"invalid origin: {origin}")
+    if normalized not in workspace_origins(workspace):
+        lines = [line for line in workspace.allowed_origins.splitlines() if line.strip()]
+        workspace.allowed_origins = "\n".join([*lines, normalized])
+        workspace.save(update_fields=["allowed_origins"])
+    return workspace

@@ -76,3 +76,9 @@ def test_oversized_and_nul_headers_are_trimmed(client):
 )
 def test_destination_rewrite(destination, expected):
     assert destination_with_click_id(destination, "CID") == expected
+
+
+@pytest.mark.parametrize("path", ["/l/ab%00cd", "/l/ab.cd", "/l/%F0%9F%98%80", "/l/" + "k" * 300])
+def test_strange_keys_are_not_found_or_refused_never_500(client, path):
+    assert client.get(path).status_code in (400, 404)
+    assert not Click.objects.exists()

@@ -1,9 +1,6 @@
 """`manage.py link create WORKSPACE DESTINATION_URL [--post TITLE] [--campaign SLUG]`."""
-from django.core.management.base import CommandError
-
-from campaigns.models import Campaign
 from clicks.services import link_create
-from lftrack.cli import JsonCommand, workspace_from_arg
+from lftrack.cli import JsonCommand, campaign_from_arg, workspace_from_arg
 
 
 class Command(JsonCommand):
@@ -18,10 +15,6 @@ class Command(JsonCommand):
 
     def do_create(self, *, workspace: str, destination: str, post: str | None, campaign: str | None, **_) -> dict:
         ws = workspace_from_arg(workspace)
-        campaign_obj = None
-        if campaign:
-            campaign_obj = Campaign.objects.filter(workspace=ws, slug=campaign).first()
-            if campaign_obj is None:
-                raise CommandError(f"unknown campaign: {campaign}")
+        campaign_obj = campaign_from_arg(ws, campaign) if campaign else None
         link = link_create(workspace=ws, destination=destination, post_title=post, campaign=campaign_obj)
         return {"id": link.pk, "key": link.key, "path": f"/l/{link.key}", "post_id": link.post_id}

@@ -1,0 +1,71 @@
+-- Grows a migrated lftrack database to production size, inside PostgreSQL (no ORM row by row):
+-- 1,000,000 customers, 5,000,000 clicks and conversion events, a campaign with 500,000 enrollments.
+-- Run by bench/seed_growth.sh; idempotent per workspace slug "growth".
+\set ON_ERROR_STOP on
+\timing on
+BEGIN;
+INSERT INTO workspaces_workspace (name, slug, tracking_key, allowed_origins, created_at)
+VALUES ('Growth', 'growth', 'pk_growth_' || md5(random()::text), '', now())
+ON CONFLICT (slug) DO NOTHING;
+SELECT id AS ws FROM workspaces_workspace WHERE slug = 'growth' \gset
+
+INSERT INTO campaigns_campaign (workspace_id, slug, name, status, created_at)
+VALUES (:ws, 'growth', 'Growth campaign', 'active', now())
+ON CONFLICT DO NOTHING;
+SELECT id AS camp FROM campaigns_campaign WHERE workspace_id = :ws AND slug = 'growth' \gset
+INSERT INTO campaigns_campaignemail (workspace_id, campaign_id, position, subject, body, delay_minutes, active, created_at)
+SELECT :ws, :camp, p, 'Step ' || p, 'Hello {{ name }}', 60 * p, true, now() FROM generate_series(1, 3) p
+ON CONFLICT DO NOTHING;
+
+-- 1,000 posts with one link each; posts 1-100 belong to the campaign.
+INSERT INTO clicks_post (workspace_id, title, campaign_id, created_at)
+SELECT :ws, 'Growth post ' || g, CASE WHEN g <= 100 THEN :camp END, now() FROM generate_series(1, 1000) g;
+INSERT INTO clicks_link (workspace_id, post_id, key, destination, created_at)
+SELECT :ws, p.id, 'g' || substr(md5(p.id::text || random()::text), 1, 12), 'https://shop.example.com/p/' || p.id, now()
+FROM clicks_post p WHERE p.workspace_id = :ws AND NOT EXISTS (SELECT 1 FROM clicks_link l WHERE l.post_id = p.id);
+COMMIT;
+
+BEGIN;
+INSERT INTO customers_customer (workspace_id, email, name, avatar_url, external_id, source, created_at, updated_at)
+SELECT :ws, 'person' || g || '@growth.example', 'Person ' || g, '', 'ext_' || g,
+       (ARRAY['api', 'pixel', 'manual'])[1 + g % 3], now() - g * interval '1 second', now()
+FROM generate_series(1, 1000000) g
+ON CONFLICT DO NOTHING;
+COMMIT;
+
+BEGIN;
+CREATE TEMP TABLE growth_links AS
+SELECT row_number() OVER (ORDER BY id) AS n, id FROM clicks_link WHERE workspace_id = :ws;
+SELECT count(*) AS nlinks FROM growth_links \gset
+SELECT min(id) AS first_customer FROM customers_customer WHERE workspace_id = :ws \gset
+
+INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer)
+SELECT :ws, l.id, md5(g::text || random()::text), now() - (g % 2592000) * interval '1 second', 'growth-seed', ''
+FROM generate_series(1, 5000000) g JOIN growth_links l ON l.n = 1 + g % :nlinks;
+
+-- One event per click: two leads for every sale, spread over 1,000,000 customers and 30 days.
+INSERT INTO conversions_conversionevent
+    (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel)
+SELECT c.workspace_id, c.id, c.link_id, :first_customer + (c.id % 1000000),
+       CASE WHEN c.id % 3 = 0 THEN 'sale' ELSE 'lead' END,
+       CASE WHEN c.id % 3 = 0 THEN 100 * (c.id % 500) END,
+       'growth', '{}'::jsonb, c.created_at, 'api'
+FROM clicks_click c WHERE c.workspace_id = :ws
+  AND NOT EXISTS (SELECT 1 FROM conversions_conversionevent e WHERE e.click_id = c.id);
+
+INSERT INTO campaigns_enrollment
+    (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position, next_send_at)
+SELECT :ws, :camp, id, (ARRAY['active', 'active', 'stopped', 'completed'])[1 + id % 4],
+       created_at, 0, CASE WHEN id % 4 < 2 THEN now() + (id % 86400) * interval '1 second' END
+FROM customers_customer WHERE workspace_id = :ws AND id < :first_customer + 500000
+ON CONFLICT DO NOTHING;
+INSERT INTO campaigns_campaignlead (workspace_id, campaign_id, customer_id, enrollment_id, outcome, channel, created_at)
+SELECT :ws, :camp, customer_id, id, 'created', 'api', enrolled_at FROM campaigns_enrollment WHERE campaign_id = :camp
+  AND NOT EXISTS (SELECT 1 FROM campaigns_campaignlead cl WHERE cl.enrollment_id = campaigns_enrollment.id);
+COMMIT;
+
+ANALYZE;
+SELECT (SELECT count(*) FROM customers_customer) AS customers,
+       (SELECT count(*) FROM clicks_click) AS clicks,
+       (SELECT count(*) FROM conversions_conversionevent) AS conversions,
+       (SELECT count(*) FROM campaigns_enrollment) AS enrollments;

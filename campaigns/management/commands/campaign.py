@@ -1,0 +1,73 @@
+"""`manage.py campaign create|add-email|activate-email|stop` (CONTRACT.md section 8)."""
+from django.core.management.base import CommandError
+from django.db.models import Value
+from django.db.models.functions import Lower
+
+from campaigns.api import enrollment_out
+from campaigns.models import CampaignEmail, Enrollment
+from campaigns.services import campaign_create, campaign_email_activate, campaign_email_add, enrollment_stop
+from lftrack.cli import JsonCommand, campaign_from_arg, workspace_from_arg
+
+
+def _step_out(email: CampaignEmail) -> dict:
+    return {"id": email.pk, "position": email.position, "active": email.active}
+
+
+class Command(JsonCommand):
+    help = "Manage campaigns: create one, add and activate sequence emails, stop an enrollment."
+
+    def add_actions(self, sub) -> None:
+        create = sub.add_parser("create", help="Create a campaign.")
+        create.add_argument("workspace")
+        create.add_argument("slug")
+        create.add_argument("--name", default="")
+
+        add = sub.add_parser("add-email", help="Append an email to the campaign's sequence.")
+        add.add_argument("workspace")
+        add.add_argument("slug")
+        add.add_argument("--subject", required=True)
+        add.add_argument("--body", required=True)
+        add.add_argument("--delay-minutes", type=int, required=True, help="counted from enrollment or the previous send")
+        add.add_argument("--inactive", action="store_true", help="add it switched off; activate-email turns it on")
+
+        activate = sub.add_parser("activate-email", help="Switch a sequence email on and schedule who waits for it.")
+        activate.add_argument("workspace")
+        activate.add_argument("slug")
+        activate.add_argument("email_id", type=int)
+
+        stop = sub.add_parser("stop", help="Stop an address's enrollment in the campaign.")
+        stop.add_argument("workspace")
+        stop.add_argument("slug")
+        stop.add_argument("email")
+
+    def do_create(self, *, workspace: str, slug: str, name: str, **_) -> dict:
+        campaign = campaign_create(workspace=workspace_from_arg(workspace), slug=slug, name=name)
+        return {"id": campaign.pk, "slug": campaign.slug}
+
+    def do_add_email(
+        self, *, workspace: str, slug: str, subject: str, body: str, delay_minutes: int, inactive: bool, **_
+    ) -> dict:
+        campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
+        email = campaign_email_add(
+            campaign=campaign, subject=subject, body=body, delay_minutes=delay_minutes, active=not inactive
+        )
+        return _step_out(email)
+
+    def do_activate_email(self, *, workspace: str, slug: str, email_id: int, **_) -> dict:
+        campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
+        email = CampaignEmail.objects.filter(campaign=campaign, pk=email_id).first()
+        if email is None:
+            raise CommandError(f"unknown campaign email: {email_id}")
+        return _step_out(campaign_email_activate(campaign_email=email))
+
+    def do_stop(self, *, workspace: str, slug: str, email: str, **_) -> dict:
+        campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
+        enrollment = (
+            Enrollment.objects.alias(email_lower=Lower("customer__email"))
+            .filter(campaign=campaign, email_lower=Lower(Value(email)))
+            .exclude(customer__email="")
+            .first()
+        )
+        if enrollment is None:
+            raise CommandError(f"not enrolled: {email}")
+        return {"enrollment": enrollment_out(enrollment_stop(enrollment=enrollment))}

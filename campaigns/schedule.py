@@ -1,0 +1,61 @@
+"""next_send_at (CONTRACT.md section 6): the one rule, for one enrollment in Python and for many in SQL."""
+from datetime import datetime, timedelta
+
+from django.db import models
+from django.db.models import F, OuterRef, Subquery
+from django.db.models.functions import Coalesce, Greatest
+
+from campaigns.models import CampaignEmail, Enrollment
+
+
+def enrollment_next_send_at(*, enrollment: Enrollment) -> datetime | None:
+    """When the next unsent active step is due; None while no active step remains after the last sent.
+
+    The step is the first active one after `last_sent_position`; its delay counts from the latest of
+    enrollment, resume and previous send. Works on unsaved enrollments; it does not save.
+
+    Races with an activation (whose single UPDATE only sees committed rows): the sender, which holds
+    the enrollment's row lock while it computes and saves, is safe as it is; a new or resumed
+    enrollment must first share the campaign row lock (`campaigns.services`, `_share_sequence`).
+    `next_send_at_expression()` is the same rule; a test checks that the two agree.
+    """
+    delay = (
+        CampaignEmail.objects.filter(
+            campaign_id=enrollment.campaign_id, active=True, position__gt=enrollment.last_sent_position
+        )
+        .order_by("position")  # served by the (campaign, position) unique index
+        .values_list("delay_minutes", flat=True)
+        .first()
+    )
+    if delay is None:
+        return None
+    since = max(moment for moment in (enrollment.enrolled_at, enrollment.resumed_at, enrollment.last_sent_at) if moment)
+    return since + timedelta(minutes=delay)
+
+
+class _Minutes(models.Func):
+    """An integer number of minutes as a duration (an interval on PostgreSQL, microseconds on SQLite)."""
+
+    output_field = models.DurationField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="make_interval(mins => %(expressions)s)", **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="(%(expressions)s * 60000000)", **extra)
+
+
+def next_send_at_expression() -> models.Expression:
+    """`enrollment_next_send_at` as a per-row SQL expression over Enrollment, for set-based updates."""
+    delay = Subquery(
+        CampaignEmail.objects.filter(
+            campaign=OuterRef("campaign"), active=True, position__gt=OuterRef("last_sent_position")
+        )
+        .order_by("position")
+        .values("delay_minutes")[:1]
+    )
+    # Coalesce: GREATEST skips NULLs on PostgreSQL, SQLite's MAX() does not.
+    since = Greatest(
+        F("enrolled_at"), Coalesce("resumed_at", "enrolled_at"), Coalesce("last_sent_at", "enrolled_at")
+    )
+    return models.ExpressionWrapper(since + _Minutes(delay), output_field=models.DateTimeField())

@@ -1,0 +1,391 @@
+"""Campaign rules: campaigns and their sequence, enrollment (leads endpoint and conversions), stop/resume, suppression.
+
+The next_send_at rule itself lives in `campaigns.schedule` (re-exported here for callers of this module).
+"""
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, connection, models, transaction
+from django.db.models import Exists, Max, OuterRef, Value
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from campaigns.models import Campaign, CampaignEmail, CampaignLead, Enrollment, Suppression
+from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
+from conversions.models import ConversionEvent
+from customers.models import Customer, CustomerActivity
+from customers.services import customer_match
+from lftrack.errors import NotFound, Unprocessable
+from workspaces.models import Workspace
+
+__all__ = [
+    "LeadOutcome",
+    "LeadResult",
+    "campaign_create",
+    "campaign_email_activate",
+    "campaign_email_add",
+    "campaign_enroll_from_conversion",
+    "campaign_get",
+    "campaign_lead_add",
+    "enrollment_next_send_at",
+    "enrollment_resume",
+    "enrollment_stop",
+    "next_send_at_expression",
+    "suppression_add",
+]
+
+State = Enrollment.State
+_SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+_MAX_DELAY_MINUTES = 2**31 - 1  # PositiveIntegerField's range on PostgreSQL
+_ACTIVITY_CHANNELS = {value for value, _ in CustomerActivity._meta.get_field("channel").choices}
+
+
+class LeadOutcome(models.TextChoices):
+    """SPEC 3 and 4.2: what a POST to a campaign's leads (or an enrolling conversion) did."""
+
+    CREATED = "created"  # new contact, enrolled, counted as a campaign lead
+    REUSED = "reused"  # known contact, enrolled (or resumed: then no new lead)
+    ALREADY_ENROLLED = "already_enrolled"  # enrollment untouched
+    SUPPRESSED = "suppressed"  # nothing enrolled
+
+
+@dataclass(frozen=True)
+class LeadResult:
+    outcome: str
+    customer: Customer
+    enrollment: Enrollment | None  # None when suppressed
+
+
+# ---------------------------------------------------------------------------------------------
+# Campaigns and their sequence
+
+
+def campaign_get(*, workspace: Workspace, slug: str) -> Campaign:
+    """The workspace's campaign; another workspace's slug is exactly as unknown as a missing one."""
+    # A slug from the URL may hold anything, NUL included, which PostgreSQL refuses in a query.
+    campaign = None
+    if slug and len(slug) <= 100 and "\x00" not in slug:
+        campaign = Campaign.objects.filter(workspace=workspace, slug=slug).first()
+    if campaign is None:
+        raise NotFound("unknown campaign")
+    campaign.workspace = workspace  # already loaded: spares the services a query
+    return campaign
+
+
+@transaction.atomic
+def campaign_create(*, workspace: Workspace, slug: str, name: str = "") -> Campaign:
+    if not _SLUG_RE.match(slug):
+        raise Unprocessable("slug must be lowercase letters, digits and hyphens")
+    if len(name) > 200:
+        raise Unprocessable("name is too long")
+    try:
+        with transaction.atomic():
+            return Campaign.objects.create(workspace=workspace, slug=slug, name=name or slug)
+    except IntegrityError:
+        raise Unprocessable(f"campaign already exists: {slug}") from None
+
+
+@transaction.atomic
+def campaign_email_add(
+    *, campaign: Campaign, subject: str, body: str, delay_minutes: int, active: bool = True
+) -> CampaignEmail:
+    """Append a step to the sequence; an active step schedules the enrollments it becomes next for."""
+    if not subject:
+        raise Unprocessable("subject is required")
+    if len(subject) > 255:
+        raise Unprocessable("subject is too long")
+    if not body:
+        raise Unprocessable("body is required")
+    if isinstance(delay_minutes, bool) or not isinstance(delay_minutes, int) or not 0 <= delay_minutes <= _MAX_DELAY_MINUTES:
+        raise Unprocessable("delay_minutes must be a non-negative integer")
+    _lock_sequence(campaign.pk)  # serialises position allocation and scheduling per campaign
+    last = CampaignEmail.objects.filter(campaign=campaign).aggregate(last=Max("position"))["last"] or 0
+    email = CampaignEmail.objects.create(
+        workspace_id=campaign.workspace_id,
+        campaign=campaign,
+        position=last + 1,
+        subject=subject,
+        body=body,
+        delay_minutes=delay_minutes,
+        active=active,
+    )
+    if active:
+        _schedule_for_step(email)
+    return email
+
+
+@transaction.atomic
+def campaign_email_activate(*, campaign_email: CampaignEmail) -> CampaignEmail:
+    """Make a step live and schedule, in one UPDATE, every active enrollment it is now the next step for."""
+    _lock_sequence(campaign_email.campaign_id)
+    email = CampaignEmail.objects.get(pk=campaign_email.pk)
+    if not email.active:
+        email.active = True
+        email.save(update_fields=["active"])
+        _schedule_for_step(email)
+    return email
+
+
+def _lock_sequence(campaign_id: int) -> None:
+    """Writers of the sequence take the campaign row exclusively; enrollers share it (`_share_sequence`).
+
+    Without it an enrollment computing "no active email" could commit after an activation's UPDATE
+    ran, and wait with next_send_at null for ever. NO KEY UPDATE leaves foreign-key inserts alone.
+    """
+    list(Campaign.objects.select_for_update(no_key=True).filter(pk=campaign_id).values_list("pk"))
+
+
+def _share_sequence(campaign_id: int) -> None:
+    if connection.vendor == "postgresql":  # SQLite has one writer at a time anyway
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {Campaign._meta.db_table} WHERE id = %s FOR SHARE", [campaign_id])
+
+
+def _schedule_for_step(email: CampaignEmail) -> int:
+    """One UPDATE: the campaign's active enrollments for which `email` is now the next unsent active step."""
+    earlier_active_step = CampaignEmail.objects.filter(
+        campaign=OuterRef("campaign"),
+        active=True,
+        position__gt=OuterRef("last_sent_position"),
+        position__lt=email.position,
+    )
+    return (
+        Enrollment.objects.filter(campaign_id=email.campaign_id, state=State.ACTIVE, last_sent_position__lt=email.position)
+        .exclude(Exists(earlier_active_step))
+        .update(next_send_at=next_send_at_expression())
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Enrollment
+
+
+@transaction.atomic
+def campaign_lead_add(
+    *, campaign: Campaign, email: str, name: str = "", external_id: str = "", channel: str = "api"
+) -> LeadResult:
+    """POST /campaigns/<slug>/leads (SPEC 3, 4.2): match the contact (name overwritten) and enroll them."""
+    if not email:
+        raise Unprocessable("email is required")
+    match = customer_match(
+        workspace=campaign.workspace,
+        channel=channel,
+        email=email,
+        name=name,
+        external_id=external_id,
+        overwrite_name=True,
+    )
+    return _enroll(campaign=campaign, customer=match.customer, new_contact=lambda: match.created, channel=channel)
+
+
+def campaign_enroll_from_conversion(*, conversion: ConversionEvent) -> LeadResult | None:
+    """Enroll the conversion's customer in the campaign of its link's post (CONTRACT.md section 6).
+
+    None when there is nothing to enroll: no customer, a customer without an email, or a post
+    outside any campaign. A suppressed customer gives the `suppressed` result and no enrollment.
+    """
+    if conversion.customer_id is None:
+        return None  # no query on the common path of conversions without customer data
+    customer = conversion.customer
+    if not customer.email:
+        return None
+    campaign = Campaign.objects.filter(workspace_id=conversion.workspace_id, posts__links=conversion.link_id).first()
+    if campaign is None:
+        return None
+
+    def new_contact() -> bool:
+        # conversion_record does not hand over whether customer_match created the customer, so it is
+        # read from the database: they came in through this channel and have no earlier trace (another
+        # conversion, an enrollment). Hand-added contacts have source "manual". One query.
+        if customer.source != conversion.channel:
+            return False
+        earlier_conversion = ConversionEvent.objects.filter(customer_id=customer.pk).exclude(pk=conversion.pk)
+        enrollment = Enrollment.objects.filter(customer_id=customer.pk)
+        return not Customer.objects.filter(pk=customer.pk).filter(
+            Exists(earlier_conversion) | Exists(enrollment)
+        ).exists()
+
+    # No savepoint: this runs inside conversion_record's transaction, on the conversions hot path.
+    with transaction.atomic(savepoint=False):
+        return _enroll(
+            campaign=campaign, customer=customer, new_contact=new_contact, channel=conversion.channel, conversion=conversion
+        )
+
+
+def _enroll(
+    *, campaign: Campaign, customer: Customer, new_contact: Callable[[], bool], channel: str, conversion=None
+) -> LeadResult:
+    """The SPEC 3 table for a matched contact, inside the caller's transaction.
+
+    `new_contact()` says whether the contact was created by this request (outcome `created`, and
+    no enrollment can exist yet); it is asked before anything else.
+    """
+    if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email):
+        return LeadResult(LeadOutcome.SUPPRESSED, customer, None)
+    created = new_contact()
+    if not created:  # retries land here: answer them with one read, no lock, no write
+        result = _already_enrolled(campaign=campaign, customer=customer)
+        if result is not None:
+            return result
+    _share_sequence(campaign.pk)
+    enrollment = _enrollment_insert(campaign=campaign, customer=customer)
+    if enrollment is None:  # the unique (campaign, customer) index says a concurrent request enrolled them
+        result = _already_enrolled(campaign=campaign, customer=customer)
+        if result is None:  # only if the winner's row was deleted in between
+            raise RuntimeError("enrollment vanished while enrolling")
+        return result
+    outcome = LeadOutcome.CREATED if created else LeadOutcome.REUSED
+    CampaignLead.objects.create(
+        workspace_id=campaign.workspace_id,
+        campaign=campaign,
+        customer=customer,
+        enrollment=enrollment,
+        outcome=outcome,
+        channel=channel,
+        conversion=conversion,
+    )
+    return LeadResult(outcome, customer, enrollment)
+
+
+def _already_enrolled(*, campaign: Campaign, customer: Customer) -> LeadResult | None:
+    """An existing enrollment: untouched (`already_enrolled`), or resumed when stopped (`reused`, no lead)."""
+    existing = Enrollment.objects.filter(campaign=campaign, customer=customer).first()
+    if existing is None:
+        return None
+    if existing.state == State.STOPPED:
+        # Lock only to resume: an active row may be held by the sender for the length of a send.
+        _share_sequence(campaign.pk)
+        existing = Enrollment.objects.select_for_update().get(pk=existing.pk)
+        if existing.state == State.STOPPED:
+            return LeadResult(LeadOutcome.REUSED, customer, _resume(existing))
+    return LeadResult(LeadOutcome.ALREADY_ENROLLED, customer, existing)
+
+
+def _enrollment_insert(*, campaign: Campaign, customer: Customer) -> Enrollment | None:
+    """INSERT ... ON CONFLICT DO NOTHING: None when the customer is already (or concurrently) enrolled."""
+    enrollment = Enrollment(
+        workspace_id=campaign.workspace_id,
+        campaign=campaign,
+        customer=customer,
+        state=State.ACTIVE,
+        enrolled_at=timezone.now(),
+        last_sent_position=0,
+    )
+    enrollment.next_send_at = enrollment_next_send_at(enrollment=enrollment)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Enrollment._meta.db_table} (workspace_id, campaign_id, customer_id, state, enrolled_at,"
+            " last_sent_position, next_send_at) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (campaign_id, customer_id) DO NOTHING RETURNING id",
+            [
+                campaign.workspace_id,
+                campaign.pk,
+                customer.pk,
+                enrollment.state,
+                adapt(enrollment.enrolled_at),
+                enrollment.last_sent_position,
+                adapt(enrollment.next_send_at),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    enrollment.pk = row[0]
+    enrollment._state.adding = False
+    enrollment._state.db = connection.alias
+    return enrollment
+
+
+@transaction.atomic
+def enrollment_stop(*, enrollment: Enrollment) -> Enrollment:
+    """Stop an active enrollment: nothing more is sent until a resume. Stopping twice changes nothing."""
+    Enrollment.objects.filter(pk=enrollment.pk, state=State.ACTIVE).update(
+        state=State.STOPPED, stopped_at=timezone.now(), next_send_at=None
+    )
+    return Enrollment.objects.get(pk=enrollment.pk)
+
+
+@transaction.atomic
+def enrollment_resume(*, enrollment: Enrollment) -> Enrollment:
+    """Resume a stopped enrollment from its next unsent active step; same id, no new campaign lead.
+
+    Only a stopped enrollment changes; a suppressed address cannot be resumed.
+    """
+    _share_sequence(enrollment.campaign_id)
+    locked = Enrollment.objects.select_for_update().select_related("customer").get(pk=enrollment.pk)
+    if locked.state != State.STOPPED:
+        return locked
+    if _is_suppressed(workspace_id=locked.workspace_id, email=locked.customer.email):
+        raise Unprocessable("email is suppressed")
+    return _resume(locked)
+
+
+def _resume(enrollment: Enrollment) -> Enrollment:
+    """`enrollment` is locked and stopped; the caller holds the sequence share lock."""
+    enrollment.state = State.ACTIVE
+    enrollment.resumed_at = timezone.now()
+    enrollment.next_send_at = enrollment_next_send_at(enrollment=enrollment)
+    enrollment.save(update_fields=["state", "resumed_at", "next_send_at"])
+    return enrollment
+
+
+# ---------------------------------------------------------------------------------------------
+# Suppression
+
+
+def _is_suppressed(*, workspace_id: int, email: str) -> bool:
+    # Suppression.email is stored lower-cased by the database, so the unique index serves this.
+    return bool(email) and Suppression.objects.filter(workspace_id=workspace_id, email=Lower(Value(email))).exists()
+
+
+@transaction.atomic
+def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: str) -> Suppression:
+    """Never email this address again in this workspace: stop its active enrollments, note it on the contact.
+
+    Idempotent per lower(email): a second call keeps the first reason and writes no second activity.
+    """
+    if not email:
+        raise Unprocessable("email is required")
+    if len(email) > 254:
+        raise Unprocessable("email is too long")
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise Unprocessable("invalid email") from None
+    if reason not in Suppression.Reason.values:
+        raise Unprocessable("reason must be unsubscribed, bounced or complained")
+    if channel not in _ACTIVITY_CHANNELS:
+        raise Unprocessable("invalid channel")
+    created = True
+    try:
+        with transaction.atomic():
+            # lower() by the database, as the table's check constraint and the contacts' index use it.
+            suppression = Suppression.objects.create(workspace=workspace, email=Lower(Value(email)), reason=reason)
+        suppression.refresh_from_db(fields=["email", "created_at"])
+    except IntegrityError:
+        created = False
+        suppression = Suppression.objects.get(workspace=workspace, email=Lower(Value(email)))
+    customer = (
+        Customer.objects.alias(email_lower=Lower("email"))
+        .filter(workspace=workspace, email_lower=Lower(Value(email)))
+        .exclude(email="")
+        .first()
+    )
+    if customer is not None:
+        # Every call, not just the first: it also stops an enrollment that raced the first one.
+        Enrollment.objects.filter(customer=customer, state=State.ACTIVE).update(
+            state=State.STOPPED, stopped_at=timezone.now(), next_send_at=None
+        )
+        if created:
+            CustomerActivity.objects.create(
+                workspace=workspace,
+                customer=customer,
+                kind=CustomerActivity.Kind.SUPPRESSED,
+                channel=channel,
+                detail={"reason": suppression.reason},
+            )
+    return suppression
