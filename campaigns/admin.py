@@ -1,12 +1,34 @@
 """Campaigns, their sequence emails and recipients, suppressions and sends in the back office."""
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.http import HttpResponseRedirect
 from django.db.models.functions import Lower
 from django.urls import reverse
 from django.utils.html import format_html
 
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, EmailSend, Enrollment, Suppression
-from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, WorkspaceScopedInline, as_id, count_of, scope
+from campaigns.services import (
+    campaign_create,
+    campaign_email_activate,
+    campaign_email_add,
+    enrollment_resume,
+    enrollment_stop,
+    suppression_add,
+)
+from lftrack.admin import (
+    MEMBERS,
+    OWNERS,
+    WorkspaceScopedAdmin,
+    WorkspaceScopedInline,
+    as_id,
+    count_of,
+    scope,
+    visible_workspaces,
+)
+from lftrack.errors import ServiceError
 
 SENT = EmailSend.Status.SENT
 
@@ -45,20 +67,38 @@ def recipients_url(campaign_id: int, **params: str) -> str:
     return reverse("admin:campaigns_enrollment_changelist") + f"?campaign__id__exact={campaign_id}{query}"
 
 
+class CampaignEmailForm(forms.ModelForm):
+    """A live step keeps its delay and stays live: the schedule of waiting enrollments was computed from them."""
+
+    class Meta:
+        model = CampaignEmail
+        fields = ["subject", "body", "delay_minutes", "active"]
+        widgets = {"body": forms.Textarea(attrs={"rows": 4, "cols": 60})}
+        help_texts = {"delay_minutes": "after enrollment for the first step, after the previous send for later ones"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and self.instance.active:
+            self.fields["active"].disabled = True
+            self.fields["delay_minutes"].disabled = True
+
+
 class CampaignEmailInline(WorkspaceScopedInline):
-    """The sequence: owners edit steps; activation goes through the campaigns service."""
+    """The sequence: owners add steps and edit their text; activating one schedules everyone waiting for it."""
 
     model = CampaignEmail
+    form = CampaignEmailForm
     fields = ["position", "subject", "body", "delay_minutes", "active"]
-    change_roles = OWNERS
+    readonly_fields = ["position"]
+    add_roles = change_roles = OWNERS
     ordering = ["position"]
-    can_delete = False  # deactivate instead: sends keep pointing at their step
+    can_delete = False  # sends keep pointing at their step; a step is never taken back once live
 
 
 @admin.register(Campaign)
 class CampaignAdmin(WorkspaceScopedAdmin):
     view_roles = MEMBERS
-    change_roles = OWNERS
+    add_roles = change_roles = OWNERS
     list_display = ["name", "slug", "status", "leads", "enrollments", "sends", "unsubscribes", "complaints", "recipients"]
     list_filter = ["status", "workspace"]
     search_fields = ["name", "slug"]
@@ -75,11 +115,42 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     def get_queryset(self, request):
         return with_campaign_numbers(super().get_queryset(request))
 
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return [(None, {"fields": ["workspace", "name", "slug"]})]
+        return super().get_fieldsets(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def get_inlines(self, request, obj):
+        return [] if obj is None else self.inlines
+
+    def save_model(self, request, obj, form, change) -> None:
+        if change:
+            Campaign.objects.filter(pk=obj.pk).update(name=obj.name)  # the only field edited here
+            return
+        created = campaign_create(workspace=obj.workspace, slug=obj.slug, name=obj.name)
+        obj.pk, obj.created_at = created.pk, created.created_at
+
     def save_formset(self, request, form, formset, change) -> None:
-        for instance in formset.save(commit=False):
-            instance.workspace_id = form.instance.workspace_id
-            instance.save()
-        formset.save_m2m()
+        """New steps through campaign_email_add, activation through campaign_email_activate."""
+        campaign = form.instance
+        formset.save(commit=False)  # fills new_objects / changed_objects for the history message
+        for step_form in formset.forms:
+            if not step_form.has_changed():
+                continue
+            data = step_form.cleaned_data
+            if step_form.instance.pk is None:
+                campaign_email_add(campaign=campaign, subject=data["subject"], body=data["body"],
+                                   delay_minutes=data["delay_minutes"], active=data["active"])
+                continue
+            step = step_form.instance
+            CampaignEmail.objects.filter(pk=step.pk).update(
+                subject=data["subject"], body=data["body"], delay_minutes=data["delay_minutes"]
+            )
+            if data["active"] and not step_form.initial.get("active"):
+                campaign_email_activate(campaign_email=step)
 
     @admin.display(description="leads", ordering="n_leads")
     def leads(self, obj: Campaign) -> int:
@@ -126,7 +197,7 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
     list_select_related = ["customer", "campaign"]
     search_fields = ["customer__email", "customer__name", "customer__external_id"]
     ordering = ["-enrolled_at", "-pk"]
-    actions = []
+    actions = ["stop_enrollments", "resume_enrollments"]
 
     def get_queryset(self, request):
         return (
@@ -159,6 +230,30 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
         subject = obj.last_send_subject or "(step removed)"
         return f"#{obj.last_send_position} {subject}, {obj.last_send_at:%Y-%m-%d %H:%M} UTC"
 
+    def _chosen(self, request, queryset: QuerySet, state: str) -> list[Enrollment]:
+        rows = self.action_queryset(request, queryset, self.manage_roles).filter(state=state)
+        return list(Enrollment.objects.filter(pk__in=rows.values("pk")).order_by("pk"))
+
+    @admin.action(description="Stop selected enrollments", permissions=["manage"])
+    def stop_enrollments(self, request, queryset) -> None:
+        stopped = self._chosen(request, queryset, Enrollment.State.ACTIVE)
+        with transaction.atomic():
+            for enrollment in stopped:
+                enrollment_stop(enrollment=enrollment)
+        self.message_user(request, f"Stopped {len(stopped)} enrollment(s).", messages.SUCCESS)
+
+    @admin.action(description="Resume selected enrollments", permissions=["manage"])
+    def resume_enrollments(self, request, queryset) -> None:
+        resumed, suppressed = 0, 0
+        for enrollment in self._chosen(request, queryset, Enrollment.State.STOPPED):
+            try:
+                enrollment_resume(enrollment=enrollment)
+                resumed += 1
+            except ServiceError:  # "email is suppressed": that address is never emailed again
+                suppressed += 1
+        note = f"; {suppressed} left stopped: address suppressed" if suppressed else ""
+        self.message_user(request, f"Resumed {resumed} enrollment(s){note}.", messages.SUCCESS)
+
     def changelist_view(self, request, extra_context=None):
         title = "Recipients"
         campaign_id = as_id(request.GET.get("campaign__id__exact"))
@@ -169,9 +264,25 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
         return super().changelist_view(request, {"title": title, **(extra_context or {})})
 
 
+class SuppressionAddForm(forms.Form):
+    workspace = forms.ModelChoiceField(queryset=None, empty_label=None)
+    email = forms.EmailField(max_length=254)
+    reason = forms.ChoiceField(choices=Suppression.Reason.choices, initial=Suppression.Reason.UNSUBSCRIBED)
+
+    def __init__(self, *args, workspaces, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workspace"].queryset = workspaces
+        if len(workspaces) == 1:
+            self.fields["workspace"].widget = forms.HiddenInput()
+            self.fields["workspace"].initial = workspaces[0].pk
+
+
 @admin.register(Suppression)
 class SuppressionAdmin(WorkspaceScopedAdmin):
+    """The workspace's do-not-email list. Owners add to it (stopping that address's enrollments); nobody removes."""
+
     view_roles = MEMBERS
+    add_roles = OWNERS
     list_display = ["email", "reason", "created_at"]
     list_filter = ["reason", "workspace"]
     search_fields = ["email"]
@@ -179,6 +290,28 @@ class SuppressionAdmin(WorkspaceScopedAdmin):
     fields = ["email", "reason", "created_at"]
     readonly_fields = fields
     actions = []
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = SuppressionAddForm(request.POST or None, workspaces=visible_workspaces(request, self.add_roles))
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                row = suppression_add(workspace=data["workspace"], email=data["email"], reason=data["reason"],
+                                      channel="manual")
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+            else:
+                self.message_user(request, f"{row.email} is suppressed ({row.reason}).", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:campaigns_suppression_changelist"))
+        return self.render_screen(
+            request,
+            "admin/lftrack/form.html",
+            {"form": form, "submit_label": "Suppress",
+             "intro": "No campaign will email this address again; its active enrollments stop now."},
+            title="Suppress an address",
+        )
 
 
 @admin.register(EmailSend)

@@ -11,10 +11,11 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from campaigns.models import Enrollment, Suppression
+from campaigns.services import suppression_add
 from conversions.models import ConversionEvent
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
-from lftrack.admin import MEMBERS, WorkspaceScopedAdmin, cents, visible_workspaces
+from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, cents, visible_workspaces
 from lftrack.errors import ServiceError
 
 # The contact page lists this many of each; the rest is one click away in the filtered lists.
@@ -74,7 +75,25 @@ class CustomerAdmin(WorkspaceScopedAdmin):
         ("How they came in", {"fields": ["source", "created_at", "updated_at", "suppression"]}),
     ]
     readonly_fields = ["email", "name", "external_id", "avatar", "source", "created_at", "updated_at", "suppression"]
-    actions = []
+    suppress_roles = OWNERS
+    actions = ["suppress_contacts"]
+
+    def has_suppress_permission(self, request, obj=None) -> bool:
+        return self.allowed(request, self.suppress_roles, obj)
+
+    @admin.action(description="Suppress selected contacts (unsubscribed)", permissions=["suppress"])
+    def suppress_contacts(self, request, queryset) -> None:
+        """Put their addresses on the workspace's do-not-email list; their active enrollments stop."""
+        chosen = self.action_queryset(request, queryset, self.suppress_roles).exclude(email="")
+        suppressed = 0
+        for contact in chosen.select_related("workspace").order_by("pk"):
+            try:
+                suppression_add(workspace=contact.workspace, email=contact.email,
+                                reason=Suppression.Reason.UNSUBSCRIBED, channel=Customer.Channel.MANUAL)
+                suppressed += 1
+            except ServiceError:
+                continue  # an address the suppression list refuses (stored before stricter checks)
+        self.message_user(request, f"Suppressed {suppressed} contact(s).", messages.SUCCESS)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(suppressed=suppression_of())

@@ -2,14 +2,15 @@
 from collections.abc import Iterable
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.filters import RelatedFieldListFilter, SimpleListFilter
 from django.db import models
 from django.db.models import Count, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
+from lftrack.errors import ServiceError
 from workspaces.models import Membership, Workspace
 
 OWNER = Membership.Role.OWNER
@@ -195,6 +196,22 @@ class WorkspaceScopedAdmin(_Scoped, admin.ModelAdmin):
 
     form = WorkspaceModelForm
     show_full_result_count = False  # one COUNT less per page on big tables
+
+    # A service refusing a write (the last owner leaving, a bad slug) rolls the save back and comes
+    # back as an error message on the same page, never a 500.
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ServiceError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ServiceError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def get_list_filter(self, request):
         filters = []

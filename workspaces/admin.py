@@ -38,24 +38,6 @@ def connect_site(workspace: Workspace, *, settings_url: str | None = None) -> di
     return {"workspace": workspace, "snippet": pixel_snippet(workspace), "settings_url": settings_url}
 
 
-class ServiceErrorsAsMessages:
-    """A service refusing a write (e.g. the last owner leaving) becomes an error message, not a 500."""
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except ServiceError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
-
-    def delete_view(self, request, object_id, extra_context=None):
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except ServiceError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
-
-
 # ---------------------------------------------------------------------------------------------- Settings
 
 
@@ -75,7 +57,7 @@ class SettingsForm(forms.ModelForm):
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(ServiceErrorsAsMessages, WorkspaceScopedAdmin):
+class WorkspaceAdmin(WorkspaceScopedAdmin):
     """A workspace's Settings page: name, Connect your site (key, snippet, origins, tokens)."""
 
     view_roles = OWNERS
@@ -157,7 +139,7 @@ class MemberAddForm(forms.ModelForm):
 
 
 @admin.register(Membership)
-class MembershipAdmin(ServiceErrorsAsMessages, WorkspaceScopedAdmin):
+class MembershipAdmin(WorkspaceScopedAdmin):
     view_roles = add_roles = change_roles = delete_roles = OWNERS
     list_display = ["username", "email", "role", "created_at"]
     list_filter = ["role", "workspace"]
