@@ -22,11 +22,12 @@ from lftrack.admin import (
     MEMBERS,
     OWNERS,
     WorkspaceScopedAdmin,
-    WorkspaceScopedInline,
+    WorkspaceScopedStackedInline,
     as_id,
     count_of,
     scope,
     visible_workspaces,
+    when,
 )
 from lftrack.errors import ServiceError
 
@@ -83,7 +84,7 @@ class CampaignEmailForm(forms.ModelForm):
             self.fields["delay_minutes"].disabled = True
 
 
-class CampaignEmailInline(WorkspaceScopedInline):
+class CampaignEmailInline(WorkspaceScopedStackedInline):
     """The sequence: owners add steps and edit their text; activating one schedules everyone waiting for it."""
 
     model = CampaignEmail
@@ -191,7 +192,7 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
 
     view_roles = MEMBERS
     manage_roles = OWNERS
-    list_display = ["contact", "contact_name", "campaign", "state", "enrolled_at", "next_send_at", "last_email"]
+    list_display = ["contact", "contact_name", "campaign", "state", "enrolled", "next_send", "last_email"]
     list_display_links = None
     list_filter = ["state", "campaign", "workspace"]
     list_select_related = ["customer", "campaign"]
@@ -223,12 +224,26 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
     def contact_name(self, obj: Enrollment) -> str:
         return obj.customer.name
 
+    @admin.display(description="enrolled (UTC)", ordering="enrolled_at")
+    def enrolled(self, obj: Enrollment) -> str:
+        return when(obj.enrolled_at)
+
+    @admin.display(description="next send (UTC)", ordering="next_send_at")
+    def next_send(self, obj: Enrollment) -> str:
+        return when(obj.next_send_at)
+
     @admin.display(description="last email sent", ordering="last_send_at")
     def last_email(self, obj: Enrollment) -> str:
         if obj.last_send_at is None:
             return "-"
         subject = obj.last_send_subject or "(step removed)"
         return f"#{obj.last_send_position} {subject}, {obj.last_send_at:%Y-%m-%d %H:%M} UTC"
+
+    def get_list_display(self, request):
+        columns = super().get_list_display(request)
+        if as_id(request.GET.get("campaign__id__exact")) is not None:
+            columns = [column for column in columns if column != "campaign"]  # the title names it
+        return columns
 
     def _chosen(self, request, queryset: QuerySet, state: str) -> list[Enrollment]:
         rows = self.action_queryset(request, queryset, self.manage_roles).filter(state=state)

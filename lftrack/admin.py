@@ -261,6 +261,17 @@ class WorkspaceScopedInline(_Scoped, admin.TabularInline):
     show_change_link = False
 
 
+class WorkspaceScopedStackedInline(_Scoped, admin.StackedInline):
+    """The stacked layout of WorkspaceScopedInline, for rows with long text."""
+
+    extra = 0
+
+
+def when(value) -> str:
+    """A compact UTC timestamp for list columns: 2026-03-02 09:00."""
+    return f"{value:%Y-%m-%d %H:%M}" if value else "-"
+
+
 def cents(value: int | None) -> str:
     """Integer cents as a plain amount: 49000 -> "490.00"."""
     if value is None:
