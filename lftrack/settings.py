@@ -145,10 +145,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
 # WhiteNoise serves the admin's CSS and JavaScript from gunicorn itself; with finders on it reads
-# them straight from the installed apps, so a deployment needs no collectstatic step.
+# them straight from the installed apps, so a deployment needs no collectstatic (and no STATIC_ROOT).
 WHITENOISE_USE_FINDERS = True
+STATIC_ROOT = env.str("STATIC_ROOT", default="") or None
 
 # The API refuses bodies over 64 KiB (CONTRACT.md section 4); Django's own limit matches it.
 API_MAX_BODY_BYTES = 64 * 1024
