@@ -1,0 +1,451 @@
+"""The sequence sender: claim due enrollments, reserve each step once, mail the batch over one SMTP connection.
+
+Guarantee: **at most once per step**. A pass works in batches of three steps:
+
+1. Reserve, in one short transaction holding the claimed enrollments' row locks
+   (`SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint rows): skip suppressed
+   addresses and contacts without one, defer what is over the workspace's daily limit, and for each
+   step to send insert its EmailSend row (unique per enrollment and position) and advance the
+   enrollment (last_sent_position, last_sent_at, next_send_at, or `completed`). The row is written
+   pessimistically, `failed` with the error UNCONFIRMED, and the transaction commits before any mail
+   leaves: from then on no worker can take that step again.
+2. Hand the messages to the email backend over one connection.
+3. Record what the server said: accepted rows become `sent`; a permanent refusal stays `failed` with
+   the server's answer; a temporary refusal (4xx), or messages never handed over because the
+   connection could not be used, are released (row deleted, enrollment put back) to be tried again.
+
+A worker that dies between 1 and 3 leaves its in-flight steps `failed` / UNCONFIRMED: they may
+or may not have gone out, and they are never sent again. A duplicate email costs more than a lost
+step here: recipients who get the same email twice complain, and complaints pause the campaign.
+"""
+import logging
+import smtplib
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.mail import EmailMessage, get_connection
+from django.db import close_old_connections, transaction
+from django.db.models import Count, Exists, OuterRef
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from campaigns.mail import message_id_new, step_message
+from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
+from campaigns.schedule import step_due_at
+from campaigns.unsubscribe import unsubscribe_url
+from lftrack.logs import request_id_var
+from workspaces.models import Workspace
+
+logger = logging.getLogger("lftrack.sender")
+
+State = Enrollment.State
+BATCH_SIZE = 100
+# A message the server refused for now (4xx) is tried again after this long.
+RETRY_DELAY = timedelta(minutes=10)
+# Consecutive passes that could not use SMTP (or failed) wait longer and longer, up to this.
+MAX_BACKOFF_SECONDS = 60.0
+UNCONFIRMED = "unconfirmed: the worker stopped before the SMTP server's answer was recorded; not retried (at most once)"
+_AMBIGUOUS = "the connection failed during this message, which may or may not have been accepted; not retried (at most once)"
+_ENROLLMENT_FIELDS = ["state", "stopped_at", "completed_at", "last_sent_position", "last_sent_at", "next_send_at"]
+
+
+@dataclass
+class PassResult:
+    """What one pass did. `deferred` counts emails that wait for later: over the daily limit or to retry."""
+
+    sent: int = 0
+    deferred: int = 0
+    skipped: int = 0  # suppressed addresses and contacts without one: their enrollments were stopped
+    failed: int = 0  # refused for good by the server, or unconfirmed
+    smtp_error: str = ""  # the pass ended early because the email backend could not be used
+
+    def counts(self) -> dict[str, int]:
+        return {"sent": self.sent, "deferred": self.deferred, "skipped": self.skipped}
+
+    def add(self, other: "PassResult") -> None:
+        self.sent += other.sent
+        self.deferred += other.deferred
+        self.skipped += other.skipped
+        self.failed += other.failed
+
+    @property
+    def idle(self) -> bool:
+        return not (self.sent or self.deferred or self.skipped or self.failed)
+
+
+@dataclass
+class _Reservation:
+    enrollment: Enrollment
+    step: CampaignEmail
+    send: EmailSend
+    # The enrollment as claimed, to put it back when the message is released.
+    previous_position: int
+    previous_sent_at: datetime | None
+    previous_next_send_at: datetime | None
+
+
+@dataclass
+class _Delivery:
+    accepted: list[_Reservation] = field(default_factory=list)
+    failed: list[tuple[_Reservation, str]] = field(default_factory=list)
+    retry: list[_Reservation] = field(default_factory=list)  # refused for now: again after RETRY_DELAY
+    released: list[_Reservation] = field(default_factory=list)  # never handed over: again at their due time
+    error: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker
+
+
+def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = lambda: False) -> PassResult:
+    """Send everything due now, batch after batch, until nothing is left, SMTP fails or `should_stop()`."""
+    result = PassResult()
+    mailer = _Mailer()
+    request_id = request_id_var.set("send-" + uuid.uuid4().hex[:16])  # ties this pass's log lines together
+    started = time.perf_counter()
+    try:
+        while True:
+            reservations, claimed = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
+            if reservations:
+                delivery = _deliver(reservations, mailer)
+                _record(delivery, now=timezone.now())
+                result.sent += len(delivery.accepted)
+                result.failed += len(delivery.failed)
+                result.deferred += len(delivery.retry) + len(delivery.released)
+                if delivery.error:
+                    result.smtp_error = delivery.error
+                    logger.error("email backend unavailable", extra={"error": delivery.error})
+                    break
+            if claimed < batch_size or should_stop():
+                break
+    finally:
+        mailer.close()
+        logger.log(
+            logging.DEBUG if result.idle and not result.smtp_error else logging.INFO,
+            "send pass",
+            extra={**result.counts(), "failed": result.failed, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+        )
+        request_id_var.reset(request_id)
+    return result
+
+
+def sender_run(*, stop: threading.Event, batch_size: int = BATCH_SIZE, idle_seconds: float = 1.0) -> PassResult:
+    """The long-lived worker: passes until `stop` is set (the command sets it on SIGTERM or SIGINT).
+
+    `stop` is checked between batches, so a signal finishes the batch in hand. Sleeps `idle_seconds`
+    when a pass found nothing; backs off up to a minute while SMTP or the database keeps failing.
+    """
+    totals = PassResult()
+    failures = 0
+    while not stop.is_set():
+        close_old_connections()  # a connection broken by a database restart is replaced, not reused
+        try:
+            result = run_pass(batch_size=batch_size, should_stop=stop.is_set)
+        except Exception:
+            logger.exception("send pass failed")
+            result = PassResult(smtp_error="pass failed")
+        totals.add(result)
+        if result.smtp_error:
+            failures += 1
+            stop.wait(min(MAX_BACKOFF_SECONDS, idle_seconds * 2**failures))
+        else:
+            failures = 0
+            if result.idle:
+                stop.wait(idle_seconds)
+    return totals
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Reserve
+
+
+def _due(*, now: datetime, batch_size: int) -> list[Enrollment]:
+    """Due active enrollments of active campaigns, oldest first, locked; rows other workers hold are skipped.
+
+    Served by the partial index `campaigns_enrollment_due` (next_send_at WHERE state = 'active' AND
+    next_send_at IS NOT NULL) in next_send_at order, stopping after `batch_size` rows.
+    """
+    suppressed = Suppression.objects.filter(
+        workspace_id=OuterRef("workspace_id"), email=Lower(OuterRef("customer__email"))
+    )
+    return list(
+        Enrollment.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(
+            state=State.ACTIVE,
+            next_send_at__isnull=False,
+            next_send_at__lte=now,
+            campaign__status=Campaign.Status.ACTIVE,
+        )
+        .select_related("customer")
+        .annotate(suppressed=Exists(suppressed))
+        .order_by("next_send_at")[:batch_size]
+    )
+
+
+def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[list[_Reservation], int]:
+    """Step 1, one transaction: claim a batch, decide for each enrollment, write the reservations."""
+    with transaction.atomic():
+        due = _due(now=now, batch_size=batch_size)
+        if not due:
+            return [], 0
+        # Read after the claim, under its locks: an activation committed before is seen; one committing
+        # later waits for these rows and re-evaluates them (campaigns.schedule).
+        steps = _steps_by_campaign({enrollment.campaign_id for enrollment in due})
+        to_send: list[tuple[Enrollment, CampaignEmail]] = []
+        for enrollment in due:
+            if enrollment.suppressed or not enrollment.customer.email:
+                enrollment.state = State.STOPPED
+                enrollment.stopped_at = now
+                enrollment.next_send_at = None
+                result.skipped += 1
+                continue
+            step = _next_active(steps[enrollment.campaign_id], after=enrollment.last_sent_position)
+            if step is None:  # due by a stale time (no active step left): waits for an activation
+                enrollment.next_send_at = None
+                continue
+            to_send.append((enrollment, step))
+
+        allowance = _daily_allowance({enrollment.workspace_id for enrollment, _ in to_send}, now=now)
+        reservations: list[_Reservation] = []
+        for enrollment, step in to_send:
+            if allowance[enrollment.workspace_id] <= 0:
+                enrollment.next_send_at = _next_utc_midnight(now)  # the next window; never dropped
+                result.deferred += 1
+                continue
+            allowance[enrollment.workspace_id] -= 1
+            reservations.append(_reservation(enrollment, step, steps[enrollment.campaign_id], now=now))
+
+        EmailSend.objects.bulk_create([reservation.send for reservation in reservations])
+        Enrollment.objects.bulk_update(due, _ENROLLMENT_FIELDS)
+    return reservations, len(due)
+
+
+def _steps_by_campaign(campaign_ids: Iterable[int]) -> dict[int, list[CampaignEmail]]:
+    steps: dict[int, list[CampaignEmail]] = defaultdict(list)
+    for step in CampaignEmail.objects.filter(campaign_id__in=campaign_ids).order_by("campaign_id", "position"):
+        steps[step.campaign_id].append(step)
+    return steps
+
+
+def _next_active(steps: list[CampaignEmail], *, after: int) -> CampaignEmail | None:
+    """The first active step after position `after`: inactive steps are skipped (CONTRACT 6)."""
+    return next((step for step in steps if step.active and step.position > after), None)
+
+
+def _reservation(enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime) -> _Reservation:
+    """Advance the locked enrollment past `step` and build its EmailSend row (saved by the caller)."""
+    reservation = _Reservation(
+        enrollment=enrollment,
+        step=step,
+        send=EmailSend(
+            workspace_id=enrollment.workspace_id,
+            campaign_id=enrollment.campaign_id,
+            enrollment=enrollment,
+            campaign_email=step,
+            position=step.position,
+            to_email=enrollment.customer.email,
+            message_id=message_id_new(),
+            status=EmailSend.Status.FAILED,  # until the server's acceptance is recorded
+            error=UNCONFIRMED,
+            sent_at=now,
+        ),
+        previous_position=enrollment.last_sent_position,
+        previous_sent_at=enrollment.last_sent_at,
+        previous_next_send_at=enrollment.next_send_at,
+    )
+    enrollment.last_sent_position = step.position
+    enrollment.last_sent_at = now
+    following = _next_active(steps, after=step.position)
+    if following is not None:
+        enrollment.next_send_at = step_due_at(enrollment=enrollment, delay_minutes=following.delay_minutes)
+    elif steps[-1].position > step.position:
+        enrollment.next_send_at = None  # only inactive steps remain: activating one schedules it
+    else:
+        enrollment.state = State.COMPLETED
+        enrollment.completed_at = now
+        enrollment.next_send_at = None
+    return reservation
+
+
+def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:
+    """How many more emails each workspace may send this UTC day, every send of the workspace counted.
+
+    The workspace rows are locked (in id order, so workers never deadlock) until this transaction
+    commits its reservations: a second worker waits here, then counts this one's rows. FOR NO KEY
+    UPDATE does not block inserts that reference the workspace (conversions, enrollments).
+    """
+    if not workspace_ids:
+        return {}
+    limits = dict(
+        Workspace.objects.select_for_update(no_key=True)
+        .filter(pk__in=workspace_ids)
+        .order_by("pk")
+        .values_list("pk", "daily_send_limit")
+    )
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    used = dict(
+        EmailSend.objects.filter(workspace_id__in=workspace_ids, sent_at__gte=day, sent_at__lt=day + timedelta(days=1))
+        .values("workspace_id")
+        .annotate(count=Count("id"))
+        .values_list("workspace_id", "count")
+    )
+    default = settings.DEFAULT_DAILY_SEND_LIMIT
+    return {
+        workspace_id: max(0, (default if limit is None else limit) - used.get(workspace_id, 0))
+        for workspace_id, limit in limits.items()
+    }
+
+
+def _next_utc_midnight(now: datetime) -> datetime:
+    return now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Deliver
+
+
+class _Mailer:
+    """One connection of the configured email backend for a whole pass, opened when first needed."""
+
+    def __init__(self) -> None:
+        self._connection = None
+
+    def connection(self):
+        if self._connection is None:
+            connection = get_connection(fail_silently=False)
+            connection.open()  # SMTP: connect, STARTTLS, login; raises when any of them fails
+            self._connection = connection
+        return self._connection
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.close()
+            except Exception:  # a server gone away cannot take QUIT; nothing is lost by that
+                pass
+
+
+def _message(reservation: _Reservation) -> EmailMessage:
+    customer = reservation.enrollment.customer
+    return step_message(
+        subject=reservation.step.subject,
+        body=reservation.step.body,
+        name=customer.name,
+        email=customer.email,
+        message_id=reservation.send.message_id,
+        unsubscribe_url=unsubscribe_url(workspace_id=reservation.enrollment.workspace_id, email=customer.email),
+    )
+
+
+def _deliver(reservations: list[_Reservation], mailer: _Mailer) -> _Delivery:
+    """Step 2: hand each message over and sort the answers; stops at the first connection-level failure."""
+    delivery = _Delivery()
+    try:
+        connection = mailer.connection()
+    except Exception as exc:  # unreachable, refused, TLS or login failed: nothing was handed over
+        delivery.released = list(reservations)
+        delivery.error = _describe(exc)
+        mailer.close()
+        return delivery
+    for index, reservation in enumerate(reservations):
+        try:
+            if connection.send_messages([_message(reservation)]) != 1:
+                raise RuntimeError("the email backend did not send it")
+        except smtplib.SMTPRecipientsRefused as exc:
+            codes = [code for code, _ in exc.recipients.values()]
+            if codes and all(400 <= code < 500 for code in codes):
+                delivery.retry.append(reservation)
+            else:
+                delivery.failed.append((reservation, _describe(exc)))
+        except (smtplib.SMTPSenderRefused, smtplib.SMTPAuthenticationError, smtplib.SMTPHeloError) as exc:
+            # Refused before DATA for a reason of ours (sender, credentials): no message of the batch can go.
+            delivery.released.extend(reservations[index:])
+            delivery.error = _describe(exc)
+            break
+        except smtplib.SMTPResponseException as exc:  # the server answered "no" to this message
+            if exc.smtp_code == 421:  # "closing the connection": this and the rest were not taken
+                delivery.released.extend(reservations[index:])
+                delivery.error = _describe(exc)
+                break
+            if 400 <= exc.smtp_code < 500:
+                delivery.retry.append(reservation)
+            else:
+                delivery.failed.append((reservation, _describe(exc)))
+        except smtplib.SMTPNotSupportedError as exc:  # e.g. a non-ASCII address to a server without SMTPUTF8
+            delivery.failed.append((reservation, f"not sent: {_describe(exc)}"))
+        except (smtplib.SMTPException, OSError) as exc:
+            # Disconnected or timed out in the middle: whether the server took this one is unknown.
+            delivery.failed.append((reservation, f"{_AMBIGUOUS}: {_describe(exc)}"))
+            delivery.released.extend(reservations[index + 1 :])
+            delivery.error = _describe(exc)
+            break
+        except Exception as exc:  # the message could not be built (an address the email package refuses)
+            delivery.failed.append((reservation, f"not sent: {_describe(exc)}"))
+        else:
+            delivery.accepted.append(reservation)
+    if delivery.error:
+        mailer.close()
+    return delivery
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        text = "; ".join(f"{code} {_text(message)}" for code, message in exc.recipients.values())
+    elif isinstance(exc, smtplib.SMTPResponseException):
+        text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return text[:1000]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Record
+
+
+def _record(delivery: _Delivery, *, now: datetime) -> None:
+    with transaction.atomic():
+        if delivery.accepted:
+            EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in delivery.accepted]).update(
+                status=EmailSend.Status.SENT, error=""
+            )
+        for reservation, error in delivery.failed:
+            EmailSend.objects.filter(pk=reservation.send.pk).update(error=error)
+        if delivery.retry:
+            _release(delivery.retry, retry_at=now + RETRY_DELAY)
+        if delivery.released:
+            _release(delivery.released, retry_at=None)
+
+
+def _release(reservations: list[_Reservation], *, retry_at: datetime | None) -> None:
+    """Undo reservations whose message certainly did not leave: delete the row, put the enrollment back.
+
+    `retry_at` None puts back the due time it had, so the next pass takes it again.
+    """
+    EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in reservations]).delete()
+    current = Enrollment.objects.select_for_update().in_bulk([reservation.enrollment.pk for reservation in reservations])
+    changed = []
+    for reservation in reservations:
+        enrollment = current.get(reservation.enrollment.pk)
+        if enrollment is None or enrollment.last_sent_position != reservation.send.position:
+            continue
+        enrollment.last_sent_position = reservation.previous_position
+        enrollment.last_sent_at = reservation.previous_sent_at
+        if enrollment.state == State.COMPLETED:
+            enrollment.state = State.ACTIVE
+            enrollment.completed_at = None
+        # Stopped meanwhile (an unsubscribe, a suppression): it stays stopped, with nothing due.
+        if enrollment.state == State.ACTIVE:
+            enrollment.next_send_at = retry_at or reservation.previous_next_send_at
+        changed.append(enrollment)
+    Enrollment.objects.bulk_update(changed, _ENROLLMENT_FIELDS)
