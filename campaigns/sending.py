@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
 from django.db import close_old_connections, transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -165,16 +165,17 @@ def sender_run(*, stop: threading.Event, batch_size: int = BATCH_SIZE, idle_seco
 # 1. Reserve
 
 
-def _due(*, now: datetime, batch_size: int) -> list[Enrollment]:
+def claim_query(*, now: datetime, batch_size: int) -> QuerySet[Enrollment]:
     """Due active enrollments of active campaigns, oldest first, locked; rows other workers hold are skipped.
 
     Served by the partial index `campaigns_enrollment_due` (next_send_at WHERE state = 'active' AND
-    next_send_at IS NOT NULL) in next_send_at order, stopping after `batch_size` rows.
+    next_send_at IS NOT NULL) in next_send_at order, stopping after `batch_size` rows (a test and
+    bench/sender.py check the plan). Each row carries whether its address is suppressed right now.
     """
     suppressed = Suppression.objects.filter(
         workspace_id=OuterRef("workspace_id"), email=Lower(OuterRef("customer__email"))
     )
-    return list(
+    return (
         Enrollment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(
             state=State.ACTIVE,
@@ -191,7 +192,7 @@ def _due(*, now: datetime, batch_size: int) -> list[Enrollment]:
 def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[list[_Reservation], int]:
     """Step 1, one transaction: claim a batch, decide for each enrollment, write the reservations."""
     with transaction.atomic():
-        due = _due(now=now, batch_size=batch_size)
+        due = list(claim_query(now=now, batch_size=batch_size))
         if not due:
             return [], 0
         # Read after the claim, under its locks: an activation committed before is seen; one committing
