@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
 from django.db import close_old_connections, transaction
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -170,11 +170,11 @@ def claim_query(*, now: datetime, batch_size: int) -> QuerySet[Enrollment]:
 
     Served by the partial index `campaigns_enrollment_due` (next_send_at WHERE state = 'active' AND
     next_send_at IS NOT NULL) in next_send_at order, stopping after `batch_size` rows (a test and
-    bench/sender.py check the plan). Each row carries whether its address is suppressed right now.
+    bench/sender.py check the plan). Each row carries its address lower-cased by the database, as
+    Suppression stores it; the suppression check is a second query (`_suppressed`) so that it runs
+    for the claimed rows only, where a correlated EXISTS here could be planned as a hash of the
+    whole suppression list for every batch.
     """
-    suppressed = Suppression.objects.filter(
-        workspace_id=OuterRef("workspace_id"), email=Lower(OuterRef("customer__email"))
-    )
     return (
         Enrollment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(
@@ -184,7 +184,7 @@ def claim_query(*, now: datetime, batch_size: int) -> QuerySet[Enrollment]:
             campaign__status=Campaign.Status.ACTIVE,
         )
         .select_related("customer")
-        .annotate(suppressed=Exists(suppressed))
+        .annotate(email_lower=Lower("customer__email"))
         .order_by("next_send_at")[:batch_size]
     )
 
@@ -198,9 +198,10 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
         # Read after the claim, under its locks: an activation committed before is seen; one committing
         # later waits for these rows and re-evaluates them (campaigns.schedule).
         steps = _steps_by_campaign({enrollment.campaign_id for enrollment in due})
+        suppressed = _suppressed(due)
         to_send: list[tuple[Enrollment, CampaignEmail]] = []
         for enrollment in due:
-            if enrollment.suppressed or not enrollment.customer.email:
+            if not enrollment.customer.email or (enrollment.workspace_id, enrollment.email_lower) in suppressed:
                 enrollment.state = State.STOPPED
                 enrollment.stopped_at = now
                 enrollment.next_send_at = None
@@ -223,8 +224,36 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
             reservations.append(_reservation(enrollment, step, steps[enrollment.campaign_id], now=now))
 
         EmailSend.objects.bulk_create([reservation.send for reservation in reservations])
-        Enrollment.objects.bulk_update(due, _ENROLLMENT_FIELDS)
+        _enrollments_save(due)
     return reservations, len(due)
+
+
+def _enrollments_save(enrollments: list[Enrollment]) -> None:
+    """One UPDATE per distinct set of new values: a batch of one step shares them (same `now`, same
+    delay), so this is one to a few statements where bulk_update would build a CASE per row and field."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for enrollment in enrollments:
+        groups[tuple(getattr(enrollment, name) for name in _ENROLLMENT_FIELDS)].append(enrollment.pk)
+    for values, pks in groups.items():
+        Enrollment.objects.filter(pk__in=pks).update(**dict(zip(_ENROLLMENT_FIELDS, values)))
+
+
+def _suppressed(enrollments: list[Enrollment]) -> set[tuple[int, str]]:
+    """(workspace id, lower(email)) of the claimed addresses on their workspace's suppression list.
+
+    One query per workspace in the batch, `email IN (...)` on the (workspace, email) unique index.
+    Read under the claim's locks: a suppression committed before is seen; one committing later
+    stops the enrollment after this batch (suppression_add's UPDATE waits for the row lock).
+    """
+    by_workspace: dict[int, set[str]] = defaultdict(set)
+    for enrollment in enrollments:
+        if enrollment.email_lower:
+            by_workspace[enrollment.workspace_id].add(enrollment.email_lower)
+    found: set[tuple[int, str]] = set()
+    for workspace_id, emails in by_workspace.items():
+        rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=emails).values_list("email", flat=True)
+        found.update((workspace_id, email) for email in rows)
+    return found
 
 
 def _steps_by_campaign(campaign_ids: Iterable[int]) -> dict[int, list[CampaignEmail]]:
@@ -449,4 +478,4 @@ def _release(reservations: list[_Reservation], *, retry_at: datetime | None) -> 
         if enrollment.state == State.ACTIVE:
             enrollment.next_send_at = retry_at or reservation.previous_next_send_at
         changed.append(enrollment)
-    Enrollment.objects.bulk_update(changed, _ENROLLMENT_FIELDS)
+    _enrollments_save(changed)
