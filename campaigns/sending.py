@@ -19,22 +19,22 @@ or may not have gone out, and they are never sent again. A duplicate email costs
 step here: recipients who get the same email twice complain, and complaints pause the campaign.
 """
 import logging
-import smtplib
 import threading
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMessage
 from django.db import close_old_connections, transaction
 from django.db.models import Count, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from campaigns.delivery import Delivery, Mailer, deliver
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.schedule import step_due_at
@@ -51,7 +51,6 @@ RETRY_DELAY = timedelta(minutes=10)
 # Consecutive passes that could not use SMTP (or failed) wait longer and longer, up to this.
 MAX_BACKOFF_SECONDS = 60.0
 UNCONFIRMED = "unconfirmed: the worker stopped before the SMTP server's answer was recorded; not retried (at most once)"
-_AMBIGUOUS = "the connection failed during this message, which may or may not have been accepted; not retried (at most once)"
 _ENROLLMENT_FIELDS = ["state", "stopped_at", "completed_at", "last_sent_position", "last_sent_at", "next_send_at"]
 
 
@@ -90,15 +89,6 @@ class _Reservation:
     previous_next_send_at: datetime | None
 
 
-@dataclass
-class _Delivery:
-    accepted: list[_Reservation] = field(default_factory=list)
-    failed: list[tuple[_Reservation, str]] = field(default_factory=list)
-    retry: list[_Reservation] = field(default_factory=list)  # refused for now: again after RETRY_DELAY
-    released: list[_Reservation] = field(default_factory=list)  # never handed over: again at their due time
-    error: str = ""
-
-
 # ---------------------------------------------------------------------------------------------
 # The worker
 
@@ -106,14 +96,14 @@ class _Delivery:
 def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = lambda: False) -> PassResult:
     """Send everything due now, batch after batch, until nothing is left, SMTP fails or `should_stop()`."""
     result = PassResult()
-    mailer = _Mailer()
+    mailer = Mailer()
     request_id = request_id_var.set("send-" + uuid.uuid4().hex[:16])  # ties this pass's log lines together
     started = time.perf_counter()
     try:
         while True:
             reservations, claimed = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
             if reservations:
-                delivery = _deliver(reservations, mailer)
+                delivery = deliver(reservations, _message, mailer)
                 _record(delivery, now=timezone.now())
                 result.sent += len(delivery.accepted)
                 result.failed += len(delivery.failed)
@@ -147,11 +137,12 @@ def sender_run(*, stop: threading.Event, batch_size: int = BATCH_SIZE, idle_seco
         close_old_connections()  # a connection broken by a database restart is replaced, not reused
         try:
             result = run_pass(batch_size=batch_size, should_stop=stop.is_set)
-        except Exception:
+            failed = bool(result.smtp_error)
+        except Exception:  # the database went away, say: log it, wait, try again
             logger.exception("send pass failed")
-            result = PassResult(smtp_error="pass failed")
+            result, failed = PassResult(), True
         totals.add(result)
-        if result.smtp_error:
+        if failed:
             failures += 1
             stop.wait(min(MAX_BACKOFF_SECONDS, idle_seconds * 2**failures))
         else:
@@ -337,32 +328,11 @@ def _next_utc_midnight(now: datetime) -> datetime:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Deliver
-
-
-class _Mailer:
-    """One connection of the configured email backend for a whole pass, opened when first needed."""
-
-    def __init__(self) -> None:
-        self._connection = None
-
-    def connection(self):
-        if self._connection is None:
-            connection = get_connection(fail_silently=False)
-            connection.open()  # SMTP: connect, STARTTLS, login; raises when any of them fails
-            self._connection = connection
-        return self._connection
-
-    def close(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            try:
-                connection.close()
-            except Exception:  # a server gone away cannot take QUIT; nothing is lost by that
-                pass
+# 2. Deliver (campaigns/delivery.py hands the batch over and sorts the answers)
 
 
 def _message(reservation: _Reservation) -> EmailMessage:
+    """The step's email to the contact, built after the reservation committed (no lock held meanwhile)."""
     customer = reservation.enrollment.customer
     return step_message(
         subject=reservation.step.subject,
@@ -374,76 +344,11 @@ def _message(reservation: _Reservation) -> EmailMessage:
     )
 
 
-def _deliver(reservations: list[_Reservation], mailer: _Mailer) -> _Delivery:
-    """Step 2: hand each message over and sort the answers; stops at the first connection-level failure."""
-    delivery = _Delivery()
-    try:
-        connection = mailer.connection()
-    except Exception as exc:  # unreachable, refused, TLS or login failed: nothing was handed over
-        delivery.released = list(reservations)
-        delivery.error = _describe(exc)
-        mailer.close()
-        return delivery
-    for index, reservation in enumerate(reservations):
-        try:
-            if connection.send_messages([_message(reservation)]) != 1:
-                raise RuntimeError("the email backend did not send it")
-        except smtplib.SMTPRecipientsRefused as exc:
-            codes = [code for code, _ in exc.recipients.values()]
-            if codes and all(400 <= code < 500 for code in codes):
-                delivery.retry.append(reservation)
-            else:
-                delivery.failed.append((reservation, _describe(exc)))
-        except (smtplib.SMTPSenderRefused, smtplib.SMTPAuthenticationError, smtplib.SMTPHeloError) as exc:
-            # Refused before DATA for a reason of ours (sender, credentials): no message of the batch can go.
-            delivery.released.extend(reservations[index:])
-            delivery.error = _describe(exc)
-            break
-        except smtplib.SMTPResponseException as exc:  # the server answered "no" to this message
-            if exc.smtp_code == 421:  # "closing the connection": this and the rest were not taken
-                delivery.released.extend(reservations[index:])
-                delivery.error = _describe(exc)
-                break
-            if 400 <= exc.smtp_code < 500:
-                delivery.retry.append(reservation)
-            else:
-                delivery.failed.append((reservation, _describe(exc)))
-        except smtplib.SMTPNotSupportedError as exc:  # e.g. a non-ASCII address to a server without SMTPUTF8
-            delivery.failed.append((reservation, f"not sent: {_describe(exc)}"))
-        except (smtplib.SMTPException, OSError) as exc:
-            # Disconnected or timed out in the middle: whether the server took this one is unknown.
-            delivery.failed.append((reservation, f"{_AMBIGUOUS}: {_describe(exc)}"))
-            delivery.released.extend(reservations[index + 1 :])
-            delivery.error = _describe(exc)
-            break
-        except Exception as exc:  # the message could not be built (an address the email package refuses)
-            delivery.failed.append((reservation, f"not sent: {_describe(exc)}"))
-        else:
-            delivery.accepted.append(reservation)
-    if delivery.error:
-        mailer.close()
-    return delivery
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, smtplib.SMTPRecipientsRefused):
-        text = "; ".join(f"{code} {_text(message)}" for code, message in exc.recipients.values())
-    elif isinstance(exc, smtplib.SMTPResponseException):
-        text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return text[:1000]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
 # ---------------------------------------------------------------------------------------------
 # 3. Record
 
 
-def _record(delivery: _Delivery, *, now: datetime) -> None:
+def _record(delivery: Delivery[_Reservation], *, now: datetime) -> None:
     with transaction.atomic():
         if delivery.accepted:
             EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in delivery.accepted]).update(
