@@ -378,3 +378,22 @@ def test_a_worker_dying_while_handing_over_never_sends_that_step_again(acme, clo
     assert run_pass().sent == 1  # the sequence goes on with the next step
     assert [m.subject for m in mailoutbox] == ["Step 2 for Ada"]
     assert positions(enrollment) == [1, 2]
+
+
+def test_a_worker_dying_before_its_reservation_commits_leaves_the_step_due(acme, clock, mailoutbox, monkeypatch):
+    enrollment = enroll(sequence(acme, 0, 60))
+
+    def die():
+        raise WorkerDied("killed while reserving")
+
+    monkeypatch.setattr("campaigns.sending.message_id_new", die)  # inside the reservation transaction
+    with pytest.raises(WorkerDied):
+        run_pass()
+    assert not EmailSend.objects.exists()  # rolled back with the transaction
+    enrollment.refresh_from_db()
+    assert (enrollment.last_sent_position, enrollment.next_send_at) == (0, NOW)
+
+    monkeypatch.undo()
+    assert run_pass().sent == 1
+    assert positions(enrollment) == [1]
+    assert len(mailoutbox) == 1
