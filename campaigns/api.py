@@ -1,10 +1,11 @@
-"""POST /api/v1/campaigns/<slug>/leads (SPEC 4.2)."""
+"""POST /api/v1/campaigns/<slug>/leads (SPEC 4.2) and POST /api/v1/email-events (bounces and complaints)."""
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
+from campaigns.complaints import EVENT_TYPES, email_event_record
 from campaigns.models import Enrollment
 from campaigns.services import LeadOutcome, LeadResult, campaign_get, campaign_lead_add
-from lftrack.api import StrictCharField, StrictEmailField, iso_utc, optional, parse, request_json
+from lftrack.api import StrictCharField, StrictChoiceField, StrictEmailField, iso_utc, optional, parse, request_json
 from lftrack.ratelimit import Limit, rate_limit, token_key
 
 # Every request counts, whatever its outcome (CONTRACT.md section 3).
@@ -54,3 +55,20 @@ class CampaignLeadViewSet(viewsets.ViewSet):
             channel="api",
         )
         return Response(lead_out(result), status=_STATUS[result.outcome])
+
+
+class EmailEventInput(serializers.Serializer):
+    type = StrictChoiceField(
+        choices=list(EVENT_TYPES),
+        error_messages={"invalid": "invalid type", "required": "invalid type", "null": "invalid type"},
+    )
+    email = StrictEmailField(allow_blank=False)  # missing, null or "": "email is required"
+
+
+class EmailEventViewSet(viewsets.ViewSet):
+    """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
+
+    def create(self, request) -> Response:
+        data = parse(EmailEventInput, request_json(request))
+        suppression = email_event_record(workspace=request.auth.workspace, event_type=data["type"], email=data["email"])
+        return Response({"email": suppression.email, "reason": suppression.reason, "suppressed": True}, status=200)

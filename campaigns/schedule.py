@@ -29,8 +29,16 @@ def enrollment_next_send_at(*, enrollment: Enrollment) -> datetime | None:
     )
     if delay is None:
         return None
+    return step_due_at(enrollment=enrollment, delay_minutes=delay)
+
+
+def step_due_at(*, enrollment: Enrollment, delay_minutes: int) -> datetime:
+    """When a step with this delay is due: counted from the latest of enrollment, resume and previous send.
+
+    The sender calls it for the step after the one it just reserved, with the step list it already holds.
+    """
     since = max(moment for moment in (enrollment.enrolled_at, enrollment.resumed_at, enrollment.last_sent_at) if moment)
-    return since + timedelta(minutes=delay)
+    return since + timedelta(minutes=delay_minutes)
 
 
 class _Minutes(models.Func):

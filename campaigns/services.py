@@ -30,6 +30,8 @@ __all__ = [
     "campaign_enroll_from_conversion",
     "campaign_get",
     "campaign_lead_add",
+    "campaign_pause",
+    "campaign_resume",
     "enrollment_next_send_at",
     "enrollment_resume",
     "enrollment_stop",
@@ -157,6 +159,26 @@ def _schedule_for_step(email: CampaignEmail) -> int:
         .exclude(Exists(earlier_active_step))
         .update(next_send_at=next_send_at_expression())
     )
+
+
+@transaction.atomic
+def campaign_pause(*, campaign: Campaign) -> Campaign:
+    """Hold the campaign's due emails (the sender claims none) until `campaign_resume`; enrolling goes on."""
+    Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.ACTIVE).update(
+        status=Campaign.Status.PAUSED, paused_at=timezone.now()
+    )
+    campaign.refresh_from_db(fields=["status", "paused_at"])
+    return campaign
+
+
+@transaction.atomic
+def campaign_resume(*, campaign: Campaign) -> Campaign:
+    """Send again: emails that fell due while paused go out on the sender's next pass, each once."""
+    Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.PAUSED).update(
+        status=Campaign.Status.ACTIVE, paused_at=None
+    )
+    campaign.refresh_from_db(fields=["status", "paused_at"])
+    return campaign
 
 
 # ---------------------------------------------------------------------------------------------

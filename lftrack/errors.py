@@ -26,6 +26,10 @@ class Unprocessable(ServiceError):
     status_code = 422
 
 
+class BadRequest(ServiceError):
+    status_code = 400
+
+
 class Forbidden(ServiceError):
     status_code = 403
 

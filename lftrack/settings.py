@@ -33,6 +33,16 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
 
 
+def env_float(name: str, default: float) -> float:
+    raw = env.str(name, default=None)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = env.str(name, default=None)
     if raw is None:
@@ -131,6 +141,22 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 globals().update(EMAIL_CONFIG)  # EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT, EMAIL_USE_TLS, ...
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="lftrack <noreply@localhost>")
+# Seconds an SMTP connect or reply may take: without it a stalled server would hang the sender for ever.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30)
+
+# Sequence sending (campaigns/sending.py). Emails a workspace may send per UTC day when its own
+# Workspace.daily_send_limit is empty.
+DEFAULT_DAILY_SEND_LIMIT = env_int("DEFAULT_DAILY_SEND_LIMIT", 1000)
+# A campaign pauses when complaints reach this percentage of its sends over the last 30 days...
+COMPLAINT_PAUSE_PERCENT = env_float("COMPLAINT_PAUSE_PERCENT", 0.3)
+# ...or on any complaint while it has fewer sends than this in those 30 days (too few to trust a rate).
+COMPLAINT_PAUSE_MIN_SENDS = env_int("COMPLAINT_PAUSE_MIN_SENDS", 334)
+if DEFAULT_DAILY_SEND_LIMIT < 0:
+    raise ImproperlyConfigured("DEFAULT_DAILY_SEND_LIMIT must not be negative")
+if not 0 < COMPLAINT_PAUSE_PERCENT <= 100:
+    raise ImproperlyConfigured("COMPLAINT_PAUSE_PERCENT must be above 0 and at most 100")
+if COMPLAINT_PAUSE_MIN_SENDS < 0:
+    raise ImproperlyConfigured("COMPLAINT_PAUSE_MIN_SENDS must not be negative")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,9 +1,10 @@
-"""URL map: the tracked-link redirect, the pixel's script, the v1 API router, health, the admin and the demo."""
+"""URL map: the tracked-link redirect, unsubscribe links, the pixel's script, the v1 API router, health, the admin and the demo."""
 from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from campaigns.api import CampaignLeadViewSet
+from campaigns.api import CampaignLeadViewSet, EmailEventViewSet
+from campaigns.views import unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
@@ -15,9 +16,12 @@ router.register("conversions", ConversionViewSet, basename="conversion")
 router.register("browser/conversions", BrowserConversionViewSet, basename="browser-conversion")
 # Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
 router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
+router.register("email-events", EmailEventViewSet, basename="email-event")
 
 urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),
+    # The link in every campaign email (List-Unsubscribe): GET confirms, POST (one-click, RFC 8058) unsubscribes.
+    path("u/<str:token>", unsubscribe, name="unsubscribe"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(router.urls)),

@@ -1,11 +1,19 @@
-"""`manage.py campaign create|add-email|activate-email|stop` (CONTRACT.md section 8)."""
+"""`manage.py campaign create|add-email|activate-email|stop|pause|resume` (CONTRACT.md section 8)."""
 from django.core.management.base import CommandError
 from django.db.models import Value
 from django.db.models.functions import Lower
 
 from campaigns.api import enrollment_out
-from campaigns.models import CampaignEmail, Enrollment
-from campaigns.services import campaign_create, campaign_email_activate, campaign_email_add, enrollment_stop
+from campaigns.models import Campaign, CampaignEmail, Enrollment
+from campaigns.services import (
+    campaign_create,
+    campaign_email_activate,
+    campaign_email_add,
+    campaign_pause,
+    campaign_resume,
+    enrollment_stop,
+)
+from lftrack.api import iso_utc
 from lftrack.cli import JsonCommand, campaign_from_arg, workspace_from_arg
 
 
@@ -14,7 +22,7 @@ def _step_out(email: CampaignEmail) -> dict:
 
 
 class Command(JsonCommand):
-    help = "Manage campaigns: create one, add and activate sequence emails, stop an enrollment."
+    help = "Manage campaigns: create one, add and activate sequence emails, stop an enrollment, pause and resume sending."
 
     def add_actions(self, sub) -> None:
         create = sub.add_parser("create", help="Create a campaign.")
@@ -39,6 +47,14 @@ class Command(JsonCommand):
         stop.add_argument("workspace")
         stop.add_argument("slug")
         stop.add_argument("email")
+
+        for action, text in (
+            ("pause", "Hold the campaign's due emails (complaints pause a campaign by themselves)."),
+            ("resume", "Send a paused campaign's emails again; those that fell due go out on the next pass."),
+        ):
+            parser = sub.add_parser(action, help=text)
+            parser.add_argument("workspace")
+            parser.add_argument("slug")
 
     def do_create(self, *, workspace: str, slug: str, name: str, **_) -> dict:
         campaign = campaign_create(workspace=workspace_from_arg(workspace), slug=slug, name=name)
@@ -71,3 +87,18 @@ class Command(JsonCommand):
         if enrollment is None:
             raise CommandError(f"not enrolled: {email}")
         return {"enrollment": enrollment_out(enrollment_stop(enrollment=enrollment))}
+
+    def do_pause(self, *, workspace: str, slug: str, **_) -> dict:
+        return _status_out(campaign_pause(campaign=campaign_from_arg(workspace_from_arg(workspace), slug)))
+
+    def do_resume(self, *, workspace: str, slug: str, **_) -> dict:
+        return _status_out(campaign_resume(campaign=campaign_from_arg(workspace_from_arg(workspace), slug)))
+
+
+def _status_out(campaign: Campaign) -> dict:
+    return {
+        "id": campaign.pk,
+        "slug": campaign.slug,
+        "status": campaign.status,
+        "paused_at": iso_utc(campaign.paused_at) if campaign.paused_at else None,
+    }

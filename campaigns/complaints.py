@@ -1,0 +1,94 @@
+"""Bounces and complaints reported by an email provider, and the campaign pause that complaints trigger."""
+import logging
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q, Value
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from campaigns.models import Campaign, EmailSend, Suppression
+from campaigns.services import campaign_pause, suppression_add
+from customers.models import Customer
+from lftrack.errors import Unprocessable
+from workspaces.models import Workspace
+
+logger = logging.getLogger("lftrack.sender")
+
+EVENT_TYPES = ("bounce", "complaint")
+COMPLAINT_WINDOW = timedelta(days=30)
+
+
+@transaction.atomic
+def email_event_record(*, workspace: Workspace, event_type: str, email: str) -> Suppression:
+    """POST /api/v1/email-events: a bounce suppresses `bounced`; a complaint suppresses `complained`,
+    marks the latest email sent to the address and pauses its campaign past the complaint threshold.
+
+    Idempotent: a provider retrying its webhook changes nothing the second time.
+    """
+    if event_type not in EVENT_TYPES:
+        raise Unprocessable("invalid type")
+    if event_type == "bounce":
+        return suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.BOUNCED, channel="api")
+    suppression = suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.COMPLAINED, channel="api")
+    send = _latest_send(workspace=workspace, email=email)
+    if send is not None:
+        _complaint_mark(send)
+    return suppression
+
+
+def _latest_send(*, workspace: Workspace, email: str) -> EmailSend | None:
+    sends = EmailSend.objects.filter(workspace=workspace).order_by("-sent_at")
+    # Providers report the address as we sent it: the (workspace, to_email, -sent_at) index answers.
+    send = sends.filter(to_email=email).first()
+    if send is None:  # reported in another case: we send to the contact's address as stored
+        customer = (
+            Customer.objects.alias(email_lower=Lower("email"))
+            .filter(workspace=workspace, email_lower=Lower(Value(email)))
+            .exclude(email="")
+            .only("email")
+            .first()
+        )
+        if customer is not None and customer.email != email:
+            send = sends.filter(to_email=customer.email).first()
+    return send
+
+
+def _complaint_mark(send: EmailSend) -> None:
+    # The campaign row lock serialises complaints per campaign: each count below sees the ones before.
+    campaign = Campaign.objects.select_for_update(no_key=True).get(pk=send.campaign_id)
+    marked = EmailSend.objects.filter(pk=send.pk, complained_at__isnull=True).update(complained_at=timezone.now())
+    if not marked or campaign.status != Campaign.Status.ACTIVE:
+        return
+    sends, complaints = campaign_complaint_stats(campaign=campaign)
+    if complaint_threshold_reached(sends=sends, complaints=complaints):
+        campaign_pause(campaign=campaign)
+        logger.warning(
+            "campaign paused for complaints",
+            extra={"campaign_id": campaign.pk, "workspace_id": campaign.workspace_id, "sends": sends, "complaints": complaints},
+        )
+
+
+def campaign_complaint_stats(*, campaign: Campaign) -> tuple[int, int]:
+    """(sends, complaints) of the campaign over the last 30 days; served by the (campaign, sent_at) index.
+
+    A send that drew a complaint counts even when its delivery was unconfirmed: the complaint proves it.
+    """
+    stats = EmailSend.objects.filter(
+        Q(status=EmailSend.Status.SENT) | Q(complained_at__isnull=False),
+        campaign=campaign,
+        sent_at__gte=timezone.now() - COMPLAINT_WINDOW,
+    ).aggregate(sends=Count("pk"), complaints=Count("pk", filter=Q(complained_at__isnull=False)))
+    return stats["sends"], stats["complaints"]
+
+
+def complaint_threshold_reached(*, sends: int, complaints: int) -> bool:
+    """COMPLAINT_PAUSE_PERCENT of the sends (0.3% by default), or any complaint below COMPLAINT_PAUSE_MIN_SENDS."""
+    if not complaints:
+        return False
+    if sends < settings.COMPLAINT_PAUSE_MIN_SENDS:
+        return True
+    # Decimal: 0.3% of 1000 sends is exactly 3 complaints, with no float rounding either way.
+    return complaints * 100 >= Decimal(str(settings.COMPLAINT_PAUSE_PERCENT)) * sends

@@ -1,0 +1,115 @@
+"""Hand a batch of messages to the email backend over one connection and sort what the server answered."""
+import smtplib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from django.core.mail import EmailMessage, get_connection
+
+T = TypeVar("T")
+AMBIGUOUS = "the connection failed during this message, which may or may not have been accepted; not retried (at most once)"
+
+
+@dataclass
+class Delivery(Generic[T]):
+    """Each item handed over ends in exactly one list; `error` is set when the connection became unusable."""
+
+    accepted: list[T] = field(default_factory=list)
+    failed: list[tuple[T, str]] = field(default_factory=list)  # refused for good, or fate unknown: not retried
+    retry: list[T] = field(default_factory=list)  # refused for now (4xx): certainly not sent
+    released: list[T] = field(default_factory=list)  # never handed over: certainly not sent
+    error: str = ""
+
+
+class Mailer:
+    """One connection of the configured email backend, opened when first needed and reused until closed."""
+
+    def __init__(self) -> None:
+        self._connection = None
+
+    def connection(self):
+        if self._connection is None:
+            connection = get_connection(fail_silently=False)
+            connection.open()  # SMTP: connect, STARTTLS, login; raises when any of them fails
+            self._connection = connection
+        return self._connection
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.close()
+            except Exception:  # a server gone away cannot take QUIT; nothing is lost by that
+                pass
+
+
+def deliver(items: list[T], message: Callable[[T], EmailMessage], mailer: Mailer) -> Delivery[T]:
+    """Send `message(item)` for each item in order; stop at the first connection-level failure.
+
+    Sorting follows what SMTP tells for certain: a reply code means the server did not take the
+    message (4xx: try later, 5xx: never); an error before or instead of a reply (refused connection,
+    login, sender) means nothing was handed over; only a connection lost in the middle of a message
+    leaves its fate unknown.
+    """
+    delivery: Delivery[T] = Delivery()
+    try:
+        connection = mailer.connection()
+    except Exception as exc:  # unreachable, refused, TLS or login failed: nothing was handed over
+        delivery.released = list(items)
+        delivery.error = describe(exc)
+        mailer.close()
+        return delivery
+    for index, item in enumerate(items):
+        try:
+            if connection.send_messages([message(item)]) != 1:
+                raise RuntimeError("the email backend did not send it")
+        except smtplib.SMTPRecipientsRefused as exc:
+            codes = [code for code, _ in exc.recipients.values()]
+            if codes and all(400 <= code < 500 for code in codes):
+                delivery.retry.append(item)
+            else:
+                delivery.failed.append((item, describe(exc)))
+        except (smtplib.SMTPSenderRefused, smtplib.SMTPAuthenticationError, smtplib.SMTPHeloError) as exc:
+            # Refused before DATA for a reason of ours (sender, credentials): no message of the batch can go.
+            delivery.released.extend(items[index:])
+            delivery.error = describe(exc)
+            break
+        except smtplib.SMTPResponseException as exc:  # the server answered "no" to this message
+            if exc.smtp_code == 421:  # "closing the connection": this one and the rest were not taken
+                delivery.released.extend(items[index:])
+                delivery.error = describe(exc)
+                break
+            if 400 <= exc.smtp_code < 500:
+                delivery.retry.append(item)
+            else:
+                delivery.failed.append((item, describe(exc)))
+        except smtplib.SMTPNotSupportedError as exc:  # e.g. a non-ASCII address to a server without SMTPUTF8
+            delivery.failed.append((item, f"not sent: {describe(exc)}"))
+        except (smtplib.SMTPException, OSError) as exc:
+            # Disconnected or timed out in the middle: whether the server took this one is unknown.
+            delivery.failed.append((item, f"{AMBIGUOUS}: {describe(exc)}"))
+            delivery.released.extend(items[index + 1 :])
+            delivery.error = describe(exc)
+            break
+        except Exception as exc:  # the message could not be built (an address the email package refuses)
+            delivery.failed.append((item, f"not sent: {describe(exc)}"))
+        else:
+            delivery.accepted.append(item)
+    if delivery.error:
+        mailer.close()
+    return delivery
+
+
+def describe(exc: BaseException) -> str:
+    """The server's answer ("550 5.1.1 No such user"), or the error's type and text; never credentials."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        text = "; ".join(f"{code} {_text(message)}" for code, message in exc.recipients.values())
+    elif isinstance(exc, smtplib.SMTPResponseException):
+        text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return text[:1000]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

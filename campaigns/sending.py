@@ -1,0 +1,386 @@
+"""The sequence sender: claim due enrollments, reserve each step once, mail the batch over one SMTP connection.
+
+Guarantee: **at most once per step**. A pass works in batches of three steps:
+
+1. Reserve, in one short transaction holding the claimed enrollments' row locks
+   (`SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint rows): skip suppressed
+   addresses and contacts without one, defer what is over the workspace's daily limit, and for each
+   step to send insert its EmailSend row (unique per enrollment and position) and advance the
+   enrollment (last_sent_position, last_sent_at, next_send_at, or `completed`). The row is written
+   pessimistically, `failed` with the error UNCONFIRMED, and the transaction commits before any mail
+   leaves: from then on no worker can take that step again.
+2. Hand the messages to the email backend over one connection.
+3. Record what the server said: accepted rows become `sent`; a permanent refusal stays `failed` with
+   the server's answer; a temporary refusal (4xx), or messages never handed over because the
+   connection could not be used, are released (row deleted, enrollment put back) to be tried again.
+
+A worker that dies between 1 and 3 leaves its in-flight steps `failed` / UNCONFIRMED: they may
+or may not have gone out, and they are never sent again. A duplicate email costs more than a lost
+step here: recipients who get the same email twice complain, and complaints pause the campaign.
+"""
+import logging
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import close_old_connections, transaction
+from django.db.models import Count, QuerySet
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from campaigns.delivery import Delivery, Mailer, deliver
+from campaigns.mail import message_id_new, step_message
+from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
+from campaigns.schedule import step_due_at
+from campaigns.unsubscribe import unsubscribe_url
+from lftrack.logs import request_id_var
+from workspaces.models import Workspace
+
+logger = logging.getLogger("lftrack.sender")
+
+State = Enrollment.State
+BATCH_SIZE = 100
+# A message the server refused for now (4xx) is tried again after this long.
+RETRY_DELAY = timedelta(minutes=10)
+# Consecutive passes that could not use SMTP (or failed) wait longer and longer, up to this.
+MAX_BACKOFF_SECONDS = 60.0
+UNCONFIRMED = "unconfirmed: the worker stopped before the SMTP server's answer was recorded; not retried (at most once)"
+_ENROLLMENT_FIELDS = ["state", "stopped_at", "completed_at", "last_sent_position", "last_sent_at", "next_send_at"]
+
+
+@dataclass
+class PassResult:
+    """What one pass did. `deferred` counts emails that wait for later: over the daily limit or to retry."""
+
+    sent: int = 0
+    deferred: int = 0
+    skipped: int = 0  # suppressed addresses and contacts without one: their enrollments were stopped
+    failed: int = 0  # refused for good by the server, or unconfirmed
+    smtp_error: str = ""  # the pass ended early because the email backend could not be used
+
+    def counts(self) -> dict[str, int]:
+        return {"sent": self.sent, "deferred": self.deferred, "skipped": self.skipped}
+
+    def add(self, other: "PassResult") -> None:
+        self.sent += other.sent
+        self.deferred += other.deferred
+        self.skipped += other.skipped
+        self.failed += other.failed
+
+    @property
+    def idle(self) -> bool:
+        return not (self.sent or self.deferred or self.skipped or self.failed)
+
+
+@dataclass
+class _Reservation:
+    enrollment: Enrollment
+    step: CampaignEmail
+    send: EmailSend
+    # The enrollment as claimed, to put it back when the message is released.
+    previous_position: int
+    previous_sent_at: datetime | None
+    previous_next_send_at: datetime | None
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker
+
+
+def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = lambda: False) -> PassResult:
+    """Send everything due now, batch after batch, until nothing is left, SMTP fails or `should_stop()`."""
+    result = PassResult()
+    mailer = Mailer()
+    request_id = request_id_var.set("send-" + uuid.uuid4().hex[:16])  # ties this pass's log lines together
+    started = time.perf_counter()
+    try:
+        while True:
+            reservations, claimed = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
+            if reservations:
+                delivery = deliver(reservations, _message, mailer)
+                _record(delivery, now=timezone.now())
+                result.sent += len(delivery.accepted)
+                result.failed += len(delivery.failed)
+                result.deferred += len(delivery.retry) + len(delivery.released)
+                if delivery.error:
+                    result.smtp_error = delivery.error
+                    logger.error("email backend unavailable", extra={"error": delivery.error})
+                    break
+            if claimed < batch_size or should_stop():
+                break
+    finally:
+        mailer.close()
+        logger.log(
+            logging.DEBUG if result.idle and not result.smtp_error else logging.INFO,
+            "send pass",
+            extra={**result.counts(), "failed": result.failed, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+        )
+        request_id_var.reset(request_id)
+    return result
+
+
+def sender_run(*, stop: threading.Event, batch_size: int = BATCH_SIZE, idle_seconds: float = 1.0) -> PassResult:
+    """The long-lived worker: passes until `stop` is set (the command sets it on SIGTERM or SIGINT).
+
+    `stop` is checked between batches, so a signal finishes the batch in hand. Sleeps `idle_seconds`
+    when a pass found nothing; backs off up to a minute while SMTP or the database keeps failing.
+    """
+    totals = PassResult()
+    failures = 0
+    while not stop.is_set():
+        close_old_connections()  # a connection broken by a database restart is replaced, not reused
+        try:
+            result = run_pass(batch_size=batch_size, should_stop=stop.is_set)
+            failed = bool(result.smtp_error)
+        except Exception:  # the database went away, say: log it, wait, try again
+            logger.exception("send pass failed")
+            result, failed = PassResult(), True
+        totals.add(result)
+        if failed:
+            failures += 1
+            stop.wait(min(MAX_BACKOFF_SECONDS, idle_seconds * 2**failures))
+        else:
+            failures = 0
+            if result.idle:
+                stop.wait(idle_seconds)
+    return totals
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Reserve
+
+
+def claim_query(*, now: datetime, batch_size: int) -> QuerySet[Enrollment]:
+    """Due active enrollments of active campaigns, oldest first, locked; rows other workers hold are skipped.
+
+    Served by the partial index `campaigns_enrollment_due` (next_send_at WHERE state = 'active' AND
+    next_send_at IS NOT NULL) in next_send_at order, stopping after `batch_size` rows (a test and
+    bench/sender.py check the plan). Each row carries its address lower-cased by the database, as
+    Suppression stores it; the suppression check is a second query (`_suppressed`) so that it runs
+    for the claimed rows only, where a correlated EXISTS here could be planned as a hash of the
+    whole suppression list for every batch.
+    """
+    return (
+        Enrollment.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(
+            state=State.ACTIVE,
+            next_send_at__isnull=False,
+            next_send_at__lte=now,
+            campaign__status=Campaign.Status.ACTIVE,
+        )
+        .select_related("customer")
+        .annotate(email_lower=Lower("customer__email"))
+        .order_by("next_send_at")[:batch_size]
+    )
+
+
+def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[list[_Reservation], int]:
+    """Step 1, one transaction: claim a batch, decide for each enrollment, write the reservations."""
+    with transaction.atomic():
+        due = list(claim_query(now=now, batch_size=batch_size))
+        if not due:
+            return [], 0
+        # Read after the claim, under its locks: an activation committed before is seen; one committing
+        # later waits for these rows and re-evaluates them (campaigns.schedule).
+        steps = _steps_by_campaign({enrollment.campaign_id for enrollment in due})
+        suppressed = _suppressed(due)
+        to_send: list[tuple[Enrollment, CampaignEmail]] = []
+        for enrollment in due:
+            if not enrollment.customer.email or (enrollment.workspace_id, enrollment.email_lower) in suppressed:
+                enrollment.state = State.STOPPED
+                enrollment.stopped_at = now
+                enrollment.next_send_at = None
+                result.skipped += 1
+                continue
+            step = _next_active(steps[enrollment.campaign_id], after=enrollment.last_sent_position)
+            if step is None:  # due by a stale time (no active step left): waits for an activation
+                enrollment.next_send_at = None
+                continue
+            to_send.append((enrollment, step))
+
+        allowance = _daily_allowance({enrollment.workspace_id for enrollment, _ in to_send}, now=now)
+        reservations: list[_Reservation] = []
+        for enrollment, step in to_send:
+            if allowance[enrollment.workspace_id] <= 0:
+                enrollment.next_send_at = _next_utc_midnight(now)  # the next window; never dropped
+                result.deferred += 1
+                continue
+            allowance[enrollment.workspace_id] -= 1
+            reservations.append(_reservation(enrollment, step, steps[enrollment.campaign_id], now=now))
+
+        EmailSend.objects.bulk_create([reservation.send for reservation in reservations])
+        _enrollments_save(due)
+    return reservations, len(due)
+
+
+def _enrollments_save(enrollments: list[Enrollment]) -> None:
+    """One UPDATE per distinct set of new values: a batch of one step shares them (same `now`, same
+    delay), so this is one to a few statements where bulk_update would build a CASE per row and field."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for enrollment in enrollments:
+        groups[tuple(getattr(enrollment, name) for name in _ENROLLMENT_FIELDS)].append(enrollment.pk)
+    for values, pks in groups.items():
+        Enrollment.objects.filter(pk__in=pks).update(**dict(zip(_ENROLLMENT_FIELDS, values)))
+
+
+def _suppressed(enrollments: list[Enrollment]) -> set[tuple[int, str]]:
+    """(workspace id, lower(email)) of the claimed addresses on their workspace's suppression list.
+
+    One query per workspace in the batch, `email IN (...)` on the (workspace, email) unique index.
+    Read under the claim's locks: a suppression committed before is seen; one committing later
+    stops the enrollment after this batch (suppression_add's UPDATE waits for the row lock).
+    """
+    by_workspace: dict[int, set[str]] = defaultdict(set)
+    for enrollment in enrollments:
+        if enrollment.email_lower:
+            by_workspace[enrollment.workspace_id].add(enrollment.email_lower)
+    found: set[tuple[int, str]] = set()
+    for workspace_id, emails in by_workspace.items():
+        rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=emails).values_list("email", flat=True)
+        found.update((workspace_id, email) for email in rows)
+    return found
+
+
+def _steps_by_campaign(campaign_ids: Iterable[int]) -> dict[int, list[CampaignEmail]]:
+    steps: dict[int, list[CampaignEmail]] = defaultdict(list)
+    for step in CampaignEmail.objects.filter(campaign_id__in=campaign_ids).order_by("campaign_id", "position"):
+        steps[step.campaign_id].append(step)
+    return steps
+
+
+def _next_active(steps: list[CampaignEmail], *, after: int) -> CampaignEmail | None:
+    """The first active step after position `after`: inactive steps are skipped (CONTRACT 6)."""
+    return next((step for step in steps if step.active and step.position > after), None)
+
+
+def _reservation(enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime) -> _Reservation:
+    """Advance the locked enrollment past `step` and build its EmailSend row (saved by the caller)."""
+    reservation = _Reservation(
+        enrollment=enrollment,
+        step=step,
+        send=EmailSend(
+            workspace_id=enrollment.workspace_id,
+            campaign_id=enrollment.campaign_id,
+            enrollment=enrollment,
+            campaign_email=step,
+            position=step.position,
+            to_email=enrollment.customer.email,
+            message_id=message_id_new(),
+            status=EmailSend.Status.FAILED,  # until the server's acceptance is recorded
+            error=UNCONFIRMED,
+            sent_at=now,
+        ),
+        previous_position=enrollment.last_sent_position,
+        previous_sent_at=enrollment.last_sent_at,
+        previous_next_send_at=enrollment.next_send_at,
+    )
+    enrollment.last_sent_position = step.position
+    enrollment.last_sent_at = now
+    following = _next_active(steps, after=step.position)
+    if following is not None:
+        enrollment.next_send_at = step_due_at(enrollment=enrollment, delay_minutes=following.delay_minutes)
+    elif steps[-1].position > step.position:
+        enrollment.next_send_at = None  # only inactive steps remain: activating one schedules it
+    else:
+        enrollment.state = State.COMPLETED
+        enrollment.completed_at = now
+        enrollment.next_send_at = None
+    return reservation
+
+
+def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:
+    """How many more emails each workspace may send this UTC day, every send of the workspace counted.
+
+    The workspace rows are locked (in id order, so workers never deadlock) until this transaction
+    commits its reservations: a second worker waits here, then counts this one's rows. FOR NO KEY
+    UPDATE does not block inserts that reference the workspace (conversions, enrollments).
+    """
+    if not workspace_ids:
+        return {}
+    limits = dict(
+        Workspace.objects.select_for_update(no_key=True)
+        .filter(pk__in=workspace_ids)
+        .order_by("pk")
+        .values_list("pk", "daily_send_limit")
+    )
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    used = dict(
+        EmailSend.objects.filter(workspace_id__in=workspace_ids, sent_at__gte=day, sent_at__lt=day + timedelta(days=1))
+        .values("workspace_id")
+        .annotate(count=Count("id"))
+        .values_list("workspace_id", "count")
+    )
+    default = settings.DEFAULT_DAILY_SEND_LIMIT
+    return {
+        workspace_id: max(0, (default if limit is None else limit) - used.get(workspace_id, 0))
+        for workspace_id, limit in limits.items()
+    }
+
+
+def _next_utc_midnight(now: datetime) -> datetime:
+    return now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Deliver (campaigns/delivery.py hands the batch over and sorts the answers)
+
+
+def _message(reservation: _Reservation) -> EmailMessage:
+    """The step's email to the contact, built after the reservation committed (no lock held meanwhile)."""
+    customer = reservation.enrollment.customer
+    return step_message(
+        subject=reservation.step.subject,
+        body=reservation.step.body,
+        name=customer.name,
+        email=customer.email,
+        message_id=reservation.send.message_id,
+        unsubscribe_url=unsubscribe_url(workspace_id=reservation.enrollment.workspace_id, email=customer.email),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Record
+
+
+def _record(delivery: Delivery[_Reservation], *, now: datetime) -> None:
+    with transaction.atomic():
+        if delivery.accepted:
+            EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in delivery.accepted]).update(
+                status=EmailSend.Status.SENT, error=""
+            )
+        for reservation, error in delivery.failed:
+            EmailSend.objects.filter(pk=reservation.send.pk).update(error=error)
+        if delivery.retry:
+            _release(delivery.retry, retry_at=now + RETRY_DELAY)
+        if delivery.released:
+            _release(delivery.released, retry_at=None)
+
+
+def _release(reservations: list[_Reservation], *, retry_at: datetime | None) -> None:
+    """Undo reservations whose message certainly did not leave: delete the row, put the enrollment back.
+
+    `retry_at` None puts back the due time it had, so the next pass takes it again.
+    """
+    EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in reservations]).delete()
+    current = Enrollment.objects.select_for_update().in_bulk([reservation.enrollment.pk for reservation in reservations])
+    changed = []
+    for reservation in reservations:
+        enrollment = current.get(reservation.enrollment.pk)
+        if enrollment is None or enrollment.last_sent_position != reservation.send.position:
+            continue
+        enrollment.last_sent_position = reservation.previous_position
+        enrollment.last_sent_at = reservation.previous_sent_at
+        if enrollment.state == State.COMPLETED:
+            enrollment.state = State.ACTIVE
+            enrollment.completed_at = None
+        # Stopped meanwhile (an unsubscribe, a suppression): it stays stopped, with nothing due.
+        if enrollment.state == State.ACTIVE:
+            enrollment.next_send_at = retry_at or reservation.previous_next_send_at
+        changed.append(enrollment)
+    _enrollments_save(changed)

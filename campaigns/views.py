@@ -1,0 +1,31 @@
+"""The unsubscribe page behind every campaign email's link: GET asks, POST (also one-click, RFC 8058) unsubscribes."""
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from campaigns.unsubscribe import unsubscribe as unsubscribe_address
+from campaigns.unsubscribe import unsubscribe_target
+from lftrack.errors import ServiceError
+
+_TEMPLATE = "campaigns/unsubscribe.html"
+
+
+# csrf_exempt: mail clients' one-click POST (body `List-Unsubscribe=One-Click`) carries no cookie.
+# The signed token is the credential, so a forged cross-site POST would need it anyway.
+@csrf_exempt
+@never_cache
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        workspace, email = unsubscribe_target(token=token)
+        if request.method == "POST":
+            unsubscribe_address(workspace=workspace, email=email)
+            state = "done"
+        else:
+            # GET changes nothing: link scanners and previews open links without asking anyone.
+            state = "confirm"
+    except ServiceError:
+        return render(request, _TEMPLATE, {"state": "invalid"}, status=400)
+    return render(request, _TEMPLATE, {"state": state, "workspace": workspace, "email": email})
