@@ -14,6 +14,7 @@ from campaigns.services import (
     campaign_create,
     campaign_email_activate,
     campaign_email_add,
+    campaign_resume,
     enrollment_resume,
     enrollment_stop,
     suppression_add,
@@ -111,7 +112,15 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     ]
     readonly_fields = ["slug", "status", "paused_at", "created_at", *numbers]
     inlines = [CampaignEmailInline]
-    actions = []
+    actions = ["resume_campaigns"]
+
+    @admin.action(description="Resume selected paused campaigns", permissions=["change"])
+    def resume_campaigns(self, request, queryset) -> None:
+        paused = self.action_queryset(request, queryset).filter(status=Campaign.Status.PAUSED)
+        campaigns = list(Campaign.objects.filter(pk__in=paused.values("pk")).order_by("pk"))
+        for campaign in campaigns:
+            campaign_resume(campaign=campaign)
+        self.message_user(request, f"Resumed {len(campaigns)} campaign(s).", messages.SUCCESS)
 
     def get_queryset(self, request):
         return with_campaign_numbers(super().get_queryset(request))

@@ -178,3 +178,28 @@ def test_suppress_contacts_action_is_for_owners_and_their_own_contacts(as_alice,
         (acme.pk, "ada@example.com", "unsubscribed")]
     assert (fresh(ada).state, fresh(theirs).state) == ("stopped", "active")
     assert CustomerActivity.objects.filter(customer_id=ada.customer_id, kind="suppressed", channel="manual").exists()
+
+
+CAMPAIGNS = reverse("admin:campaigns_campaign_changelist")
+
+
+def test_owner_resumes_a_paused_campaign_and_only_their_own(as_alice, spring, globex):
+    spring.status, spring.paused_at = Campaign.Status.PAUSED, NOW
+    spring.save()
+    foreign = CampaignFactory(workspace=globex, status=Campaign.Status.PAUSED, paused_at=NOW)
+    resp = as_alice.post(CAMPAIGNS, {"action": "resume_campaigns", "_selected_action": [spring.pk, foreign.pk]})
+    assert resp.status_code == 302
+    spring.refresh_from_db()
+    foreign.refresh_from_db()
+    assert (spring.status, spring.paused_at) == (Campaign.Status.ACTIVE, None)
+    assert foreign.status == Campaign.Status.PAUSED
+
+
+def test_editors_cannot_resume_campaigns(as_bob, spring):
+    spring.status = Campaign.Status.PAUSED
+    spring.save()
+    resp = as_bob.get(CAMPAIGNS)
+    assert resp.status_code == 200 and b"resume_campaigns" not in resp.content
+    as_bob.post(CAMPAIGNS, {"action": "resume_campaigns", "_selected_action": [spring.pk]})
+    spring.refresh_from_db()
+    assert spring.status == Campaign.Status.PAUSED
