@@ -1,12 +1,16 @@
 """Rate-limit glue: django-ratelimit counters on the shared cache, 429 with Retry-After, X-RateLimit-* headers."""
 import logging
+import time
 from dataclasses import dataclass
 from functools import wraps
 from typing import Callable
 
 from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
-from django_ratelimit.core import get_usage
+from django_ratelimit import ALL
+from django_ratelimit.core import EXPIRATION_FUDGE, _get_window, _make_cache_key, _split_rate, get_usage
 
 from lftrack.errors import RateLimited
 
@@ -49,15 +53,15 @@ def limits_enforce(request: HttpRequest, limits: tuple[Limit, ...]) -> tuple[int
     unreachable the request is let through and a warning logged: losing Redis must not take the API
     down with it.
     """
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        return None
+    cache = caches[settings.RATELIMIT_USE_CACHE]
+    if isinstance(cache, RedisCache):
+        usages = _redis_usages(request, limits, cache)
+    else:
+        usages = [_usage(request, limit) for limit in limits]
     tightest = None
-    for limit in limits:
-        try:
-            usage = get_usage(
-                request, group=limit.group, key=limit.key, rate=getattr(settings, limit.setting), increment=True
-            )
-        except Exception as exc:  # redis.ConnectionError, timeouts: fail open
-            logger.warning("rate limit %s not enforced: cache unavailable (%s)", limit.group, type(exc).__name__)
-            continue
+    for usage in usages:
         if usage is None:
             continue
         if usage["should_limit"]:
@@ -66,6 +70,59 @@ def limits_enforce(request: HttpRequest, limits: tuple[Limit, ...]) -> tuple[int
         if tightest is None or remaining < tightest[1]:
             tightest = (usage["limit"], remaining)
     return tightest
+
+
+def _usage(request: HttpRequest, limit: Limit) -> dict | None:
+    try:
+        return get_usage(
+            request, group=limit.group, key=limit.key, rate=getattr(settings, limit.setting), increment=True
+        )
+    except Exception as exc:  # redis.ConnectionError, timeouts: fail open
+        logger.warning("rate limit %s not enforced: cache unavailable (%s)", limit.group, type(exc).__name__)
+        return None
+
+
+def _redis_usages(request: HttpRequest, limits: tuple[Limit, ...], cache: RedisCache) -> list[dict | None]:
+    """get_usage() for every limit in one Redis round trip instead of three per limit.
+
+    Same counters as django-ratelimit's (its key, window and the cache's key prefix), so both can
+    count one limit. get_usage() spends ADD, EXISTS and INCR per limit, each a round trip; here a
+    non-transactional pipeline sends SET NX EX (start the window) and INCR for every limit at once.
+    """
+    windows = []
+    try:
+        pipe = _redis_client(cache).pipeline(transaction=False)
+        for limit in limits:
+            rate = getattr(settings, limit.setting)
+            value = limit.key(limit.group, request)
+            count, period = _split_rate(rate)
+            window = _get_window(value, period)
+            key = cache.make_and_validate_key(_make_cache_key(limit.group, window, rate, value, ALL))
+            pipe.set(key, 0, ex=period + EXPIRATION_FUDGE, nx=True)
+            pipe.incr(key)
+            windows.append((count, window))
+        replies = pipe.execute()
+    except Exception as exc:  # redis.ConnectionError, timeouts: fail open
+        logger.warning("rate limits not enforced: cache unavailable (%s)", type(exc).__name__)
+        return []
+    now = int(time.time())
+    return [
+        {"count": used, "limit": count, "should_limit": used > count, "time_left": window - now}
+        for (count, window), used in zip(windows, replies[1::2])
+    ]
+
+
+def _redis_client(cache: RedisCache):
+    """A redis-py client kept on the cache's (per-thread) client, over its persistent connection pool.
+
+    Django's RedisCache builds a new redis.Redis for every operation, and its constructor fills a
+    table of ~170 response callbacks: ~0.3 ms per cache call, more than the round trip itself.
+    """
+    backend = cache._cache
+    client = getattr(backend, "_lftrack_client", None)
+    if client is None:
+        client = backend._lftrack_client = backend.get_client(write=True)
+    return client
 
 
 def rate_limit(*limits: Limit):
