@@ -238,20 +238,36 @@ class _Request:
 
         False when a concurrent request changed either customer first; the caller re-reads.
         """
-        if holder is not None and not self.may_move:
-            return True  # the pixel never moves an id: the customer simply does not get it
-        if customer.external_id and not self.may_move:
-            return True  # nor replaces one
+        if not self.may_move:
+            if holder is not None or customer.external_id:
+                return True  # the pixel never moves an id, nor replaces one: the customer goes without
+            holder = None
         previous = customer.external_id
+        moved_from = []
 
         def move() -> int:
+            current = holder
+            if self.may_move and connection.vendor == "postgresql":
+                # Requests moving the same id queue here instead of racing: under the lock the
+                # holder read is the latest committed one, so the moves below find what they expect
+                # and every contender gets through in a round or two. Released at commit (or with
+                # this savepoint).
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                        [f"customers.external_id:{self.workspace.pk}:{self.external_id}"],
+                    )
+                current = next(iter(Customer.objects.filter(workspace=self.workspace, external_id=self.external_id)[:1]), None)
+                if current is not None and current.pk == customer.pk:
+                    return 0  # a concurrent request of this person did it; re-read
             now = timezone.now()
-            # Both UPDATEs are conditional on what this round read: a concurrent move makes one
-            # match no row (0: re-read) or violate the unique index (IntegrityError: re-read).
-            if holder is not None and not Customer.objects.filter(
-                pk=holder.pk, external_id=self.external_id
+            # Both UPDATEs are conditional on what was read: a concurrent change makes one match no
+            # row (0: re-read) or violate the unique index (IntegrityError: re-read).
+            if current is not None and not Customer.objects.filter(
+                pk=current.pk, external_id=self.external_id
             ).update(external_id="", updated_at=now):
                 return 0
+            moved_from[:] = [current]
             return Customer.objects.filter(pk=customer.pk, external_id=previous).update(
                 external_id=self.external_id, updated_at=now
             )
@@ -259,14 +275,15 @@ class _Request:
         if not _guarded(move):
             return False
         customer.external_id = self.external_id
-        if holder is not None:
-            holder.external_id = ""
-            self._log(holder, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
+        source = moved_from[0]
+        if source is not None:
+            source.external_id = ""
+            self._log(source, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
         self._log(
             customer,
             Kind.EXTERNAL_ID_MOVED_IN,
             external_id=self.external_id,
-            other=holder,
+            other=source,
             detail={"previous_external_id": previous} if previous else {},
         )
         return True

@@ -126,13 +126,21 @@ def _redis_client(cache: RedisCache):
 
 
 def rate_limit(*limits: Limit):
-    """Decorate a ViewSet action: enforce `limits` before it runs, report the tightest in headers."""
+    """Decorate a ViewSet action: enforce `limits` before it runs, report the tightest in headers.
+
+    Over a limit: 429 `rate_limited` with Retry-After, and the action does not run (nothing stored).
+    """
 
     def decorator(action):
         @wraps(action)
         def wrapper(self, request, *args, **kwargs):
             tightest = limits_enforce(request, limits)
-            response = action(self, request, *args, **kwargs)
+            try:
+                response = action(self, request, *args, **kwargs)
+            except Exception as exc:
+                # Errors are answers too: render them here (DRF's own handler, so the same body)
+                # to give them the same headers.
+                response = self.handle_exception(exc)
             if tightest is not None:
                 response["X-RateLimit-Limit"] = str(tightest[0])
                 response["X-RateLimit-Remaining"] = str(tightest[1])
