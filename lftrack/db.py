@@ -3,7 +3,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 if connection.vendor == "postgresql":
     from django.db.backends.postgresql.base import ServerBindingCursor
@@ -27,14 +27,15 @@ def prepared_cursor() -> Iterator:
     poolers in transaction mode that cannot carry prepared statements: set DB_PREPARED_STATEMENTS=0.
     Other databases get the ordinary cursor.
     """
-    if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
-        with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
+    if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+        with db.cursor() as cursor:
             yield cursor
         return
     # What connection.cursor() does, with our cursor class: health check, connect, wrap.
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        cursor = connection._prepare_cursor(_PreparingCursor(connection.connection))
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    with db.wrap_database_errors:
+        cursor = db._prepare_cursor(_PreparingCursor(db.connection))
     with cursor:
         yield cursor

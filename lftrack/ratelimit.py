@@ -82,47 +82,57 @@ def _usage(request: HttpRequest, limit: Limit) -> dict | None:
         return None
 
 
+# Start each counter's window if it has none (SET NX EX), then count this request (INCR): for all
+# limits in one command, so one round trip whatever their number.
+_COUNT_SCRIPT = """
+local counts = {}
+for i, key in ipairs(KEYS) do
+  redis.call('SET', key, 0, 'EX', ARGV[i], 'NX')
+  counts[i] = redis.call('INCR', key)
+end
+return counts
+"""
+
+
 def _redis_usages(request: HttpRequest, limits: tuple[Limit, ...], cache: RedisCache) -> list[dict | None]:
     """get_usage() for every limit in one Redis round trip instead of three per limit.
 
     Same counters as django-ratelimit's (its key, window and the cache's key prefix), so both can
-    count one limit. get_usage() spends ADD, EXISTS and INCR per limit, each a round trip; here a
-    non-transactional pipeline sends SET NX EX (start the window) and INCR for every limit at once.
+    count one limit. get_usage() spends ADD, EXISTS and INCR per limit, each a round trip of its own.
     """
-    windows = []
+    keys, expiries, windows = [], [], []
+    for limit in limits:
+        rate = getattr(settings, limit.setting)
+        value = limit.key(limit.group, request)
+        count, period = _split_rate(rate)
+        window = _get_window(value, period)
+        keys.append(cache.make_key(_make_cache_key(limit.group, window, rate, value, ALL)))
+        expiries.append(period + EXPIRATION_FUDGE)
+        windows.append((count, window))
     try:
-        pipe = _redis_client(cache).pipeline(transaction=False)
-        for limit in limits:
-            rate = getattr(settings, limit.setting)
-            value = limit.key(limit.group, request)
-            count, period = _split_rate(rate)
-            window = _get_window(value, period)
-            key = cache.make_and_validate_key(_make_cache_key(limit.group, window, rate, value, ALL))
-            pipe.set(key, 0, ex=period + EXPIRATION_FUDGE, nx=True)
-            pipe.incr(key)
-            windows.append((count, window))
-        replies = pipe.execute()
+        used = _count_script(cache)(keys=keys, args=expiries)
     except Exception as exc:  # redis.ConnectionError, timeouts: fail open
         logger.warning("rate limits not enforced: cache unavailable (%s)", type(exc).__name__)
         return []
     now = int(time.time())
     return [
-        {"count": used, "limit": count, "should_limit": used > count, "time_left": window - now}
-        for (count, window), used in zip(windows, replies[1::2])
+        {"count": n, "limit": count, "should_limit": n > count, "time_left": window - now}
+        for (count, window), n in zip(windows, used)
     ]
 
 
-def _redis_client(cache: RedisCache):
-    """A redis-py client kept on the cache's (per-thread) client, over its persistent connection pool.
+def _count_script(cache: RedisCache):
+    """The counting script, bound to a redis-py client kept on the cache's (per-thread) client.
 
     Django's RedisCache builds a new redis.Redis for every operation, and its constructor fills a
-    table of ~170 response callbacks: ~0.3 ms per cache call, more than the round trip itself.
+    table of ~170 response callbacks: ~0.3 ms per cache call, more than the round trip itself. The
+    kept client reuses the cache's connection pool (persistent connections).
     """
     backend = cache._cache
-    client = getattr(backend, "_lftrack_client", None)
-    if client is None:
-        client = backend._lftrack_client = backend.get_client(write=True)
-    return client
+    script = getattr(backend, "_lftrack_count_script", None)
+    if script is None:
+        script = backend._lftrack_count_script = backend.get_client(write=True).register_script(_COUNT_SCRIPT)
+    return script
 
 
 def rate_limit(*limits: Limit):

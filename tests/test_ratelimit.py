@@ -1,7 +1,11 @@
 """lftrack.ratelimit: the client address behind N trusted proxies, and the counters on the cache."""
+import socket
+
 import pytest
 import time_machine
 from django.test import RequestFactory, override_settings
+
+from django_ratelimit.core import get_usage
 
 from lftrack.errors import RateLimited
 from lftrack.ratelimit import Limit, client_ip, ip_key, limits_enforce
@@ -62,3 +66,42 @@ def test_limits_count_per_key_and_report_what_is_left():
 def test_limits_can_be_switched_off():
     for _ in range(5):
         assert limits_enforce(request(), LIMITS) is None
+
+
+@override_settings(RATELIMIT_TEST_IP="5/m")
+def test_counters_are_django_ratelimits_own():
+    """On Redis the counting runs as one script; the counters stay those django-ratelimit reads."""
+    limits_enforce(request("198.51.100.3"), LIMITS)
+    limits_enforce(request("198.51.100.3"), LIMITS)
+    usage = get_usage(request("198.51.100.3"), group="test-ip", key=ip_key, rate="5/m", increment=False)
+    assert (usage["count"], usage["limit"], usage["should_limit"]) == (2, 5, False)
+
+
+@pytest.fixture
+def hung_redis():
+    """A port that accepts connections and never answers, like a Redis stuck on a full disk."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    server.close()
+
+
+def test_a_hung_redis_fails_open_after_its_timeout(hung_redis, caplog):
+    caches_setting = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": hung_redis,
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+        }
+    }
+    with override_settings(CACHES=caches_setting, RATELIMIT_TEST_IP="1/m"):
+        assert limits_enforce(request(), LIMITS) is None
+        assert limits_enforce(request(), LIMITS) is None  # over the limit, had it been counted
+    assert "rate limits not enforced: cache unavailable (TimeoutError)" in caplog.text
+
+
+def test_redis_settings_bound_every_cache_call(settings):
+    if "Redis" not in settings.CACHES["default"]["BACKEND"]:
+        pytest.skip("REDIS_URL is not set")  # pragma: no cover - the PostgreSQL + Redis run covers it
+    assert settings.CACHES["default"]["OPTIONS"] == {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}
