@@ -79,13 +79,18 @@ WORKER_PIDS=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
 PG_PIDS=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
 TICKS=$(getconf CLK_TCK)
 W0=$(cpu_of $WORKER_PIDS); P0=$(cpu_of $PG_PIDS)
-RESULT=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/conversions.lua "http://127.0.0.1:$PORT" \
-  | tee /dev/stderr | grep '^RESULT')
+WRK_OUT=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/conversions.lua "http://127.0.0.1:$PORT")
 W1=$(cpu_of $WORKER_PIDS); P1=$(cpu_of $PG_PIDS)
+echo "$WRK_OUT" | grep -v '^RESULT'
+RESULT=$(echo "$WRK_OUT" | grep '^RESULT')
 REQUESTS=$(echo "$RESULT" | sed -E 's/.*requests=([0-9]+).*/\1/')
 echo "$RESULT" | sed 's/^RESULT /bench: /'
 awk -v w=$((W1 - W0)) -v p=$((P1 - P0)) -v n="$REQUESTS" -v hz="$TICKS" 'BEGIN {
   printf "bench: cpu per request: gunicorn %.2f ms, postgres %.2f ms\n", w / hz / n * 1000, p / hz / n * 1000 }'
+echo "$RESULT" | awk '{
+  for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+  ok = v["rps"] >= 700 && v["p99_ms"] < 60 && v["non2xx"] == 0 && v["socket_errors"] == 0
+  printf "bench: target (>= 700 req/s, p99 < 60 ms, no non-2xx): %s\n", ok ? "met" : "missed" }'
 echo "bench: stored $(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM conversions_conversionevent') events," \
   "$(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM customers_customer') customers;" \
   "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
