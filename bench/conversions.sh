@@ -60,7 +60,7 @@ $PY bench/seed.py "$SEED" "${BENCH_CLICKS:-20000}" "${BENCH_CUSTOMERS:-5000}"
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 .venv/bin/gunicorn lftrack.wsgi --bind "127.0.0.1:$PORT" --workers "$WORKERS" --threads "$THREADS" \
-  --worker-class gthread --keep-alive 30 --log-level warning &
+  --worker-class "${BENCH_WORKER_CLASS:-gthread}" --keep-alive 30 --log-level warning &
 GUNICORN_PID=$!
 for _ in $(seq 1 50); do
   curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
@@ -75,18 +75,20 @@ BENCH_SEED="$SEED" wrk -t2 -c16 -d"${WARMUP}s" -s bench/conversions.lua "http://
 # CPU seconds (user + system) used so far by the gunicorn workers and by this database's backends:
 # the run's CPU per request, which other load on the machine disturbs far less than req/s.
 cpu_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+sys_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $15}' "/proc/$p/stat"))); done; echo "$t"; }
 WORKER_PIDS=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
 PG_PIDS=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
 TICKS=$(getconf CLK_TCK)
-W0=$(cpu_of $WORKER_PIDS); P0=$(cpu_of $PG_PIDS)
+W0=$(cpu_of $WORKER_PIDS); P0=$(cpu_of $PG_PIDS); S0=$(sys_of $WORKER_PIDS)
 WRK_OUT=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/conversions.lua "http://127.0.0.1:$PORT")
-W1=$(cpu_of $WORKER_PIDS); P1=$(cpu_of $PG_PIDS)
+W1=$(cpu_of $WORKER_PIDS); P1=$(cpu_of $PG_PIDS); S1=$(sys_of $WORKER_PIDS)
 echo "$WRK_OUT" | grep -v '^RESULT'
 RESULT=$(echo "$WRK_OUT" | grep '^RESULT')
 REQUESTS=$(echo "$RESULT" | sed -E 's/.*requests=([0-9]+).*/\1/')
 echo "$RESULT" | sed 's/^RESULT /bench: /'
-awk -v w=$((W1 - W0)) -v p=$((P1 - P0)) -v n="$REQUESTS" -v hz="$TICKS" 'BEGIN {
-  printf "bench: cpu per request: gunicorn %.2f ms, postgres %.2f ms\n", w / hz / n * 1000, p / hz / n * 1000 }'
+awk -v w=$((W1 - W0)) -v s=$((S1 - S0)) -v p=$((P1 - P0)) -v n="$REQUESTS" -v hz="$TICKS" 'BEGIN {
+  printf "bench: cpu per request: gunicorn %.2f ms (%.2f of it in the kernel), postgres %.2f ms\n",
+    w / hz / n * 1000, s / hz / n * 1000, p / hz / n * 1000 }'
 echo "$RESULT" | awk '{
   for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
   ok = v["rps"] >= 700 && v["p99_ms"] < 60 && v["non2xx"] == 0 && v["socket_errors"] == 0

@@ -35,7 +35,13 @@ def prepared_cursor() -> Iterator:
     # What connection.cursor() does, with our cursor class: health check, connect, wrap.
     db.close_if_health_check_failed()
     db.ensure_connection()
+    raw = db.connection
+    if raw.prepare_threshold is None:
+        # Django switches psycopg's statement preparation off (for poolers) on every connection it
+        # opens. Only server-side binding cursors (this one) can prepare; Django's client-side
+        # cursors never do, so switching it back on changes nothing for them.
+        raw.prepare_threshold = 5
     with db.wrap_database_errors:
-        cursor = db._prepare_cursor(_PreparingCursor(db.connection))
+        cursor = db._prepare_cursor(_PreparingCursor(raw))
     with cursor:
         yield cursor
