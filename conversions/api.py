@@ -81,7 +81,8 @@ class ConversionViewSet(viewsets.ViewSet):
     )
     def create(self, request) -> Response:
         data = parse(ConversionInput, request_json(request))
-        key = idempotency_key_check(request.headers.get("Idempotency-Key"))
+        # META, not request.headers: that would build a dict of every header first.
+        key = idempotency_key_check(request.META.get("HTTP_IDEMPOTENCY_KEY"))
         workspace = request.auth.workspace
 
         def record() -> Answer:

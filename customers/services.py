@@ -257,7 +257,8 @@ class _Request:
                         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                         [f"customers.external_id:{self.workspace.pk}:{self.external_id}"],
                     )
-                current = next(iter(Customer.objects.filter(workspace=self.workspace, external_id=self.external_id)[:1]), None)
+                holders = Customer.objects.filter(workspace=self.workspace, external_id=self.external_id)[:1]
+                current = next(iter(holders), None)
                 if current is not None and current.pk == customer.pk:
                     return 0  # a concurrent request of this person did it; re-read
             now = timezone.now()

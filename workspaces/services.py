@@ -90,10 +90,10 @@ def api_token_revoke(*, workspace: Workspace, token_id: int) -> ApiToken:
     return token
 
 
-# Every API request runs this: one raw, indexed query, because compiling the ORM's select_related
-# costs several times the round trip itself. Only the columns requests use are read; the others are
-# deferred fields, loaded on first access.
-# Kept in the models' field order, as Model.from_db() expects.
+# Every API request runs this: one raw, prepared, indexed query, because compiling the ORM's
+# select_related costs several times the round trip itself. Only the columns requests use are read
+# (in the models' field order, as Model.from_db() expects); the others are deferred fields, loaded
+# on first access.
 _TOKEN_COLUMNS = tuple(
     f.attname for f in ApiToken._meta.concrete_fields if f.attname in {"id", "workspace_id", "name", "prefix", "digest"}
 )
