@@ -6,7 +6,13 @@ from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
 from conversions.models import ConversionEvent
-from conversions.services import conversion_record
+from conversions.services import (
+    Answer,
+    conversion_record,
+    idempotency_key_check,
+    idempotent_answer,
+    request_digest,
+)
 from customers.models import Customer
 from lftrack.api import (
     JSONObjectField,
@@ -24,7 +30,7 @@ from lftrack.api import (
 )
 from lftrack.auth import HasTrackingKey, TrackingKeyAuthentication
 from lftrack.errors import Forbidden
-from lftrack.ratelimit import Limit, ip_key, limits_enforce
+from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
@@ -78,19 +84,34 @@ def conversion_out(conversion: ConversionEvent, click_id: str) -> dict:
 
 
 class ConversionViewSet(viewsets.ViewSet):
+    @rate_limit(
+        Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
+        Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
+    )
     def create(self, request) -> Response:
         data = parse(ConversionInput, request_json(request))
-        conversion = conversion_record(
-            workspace=request.auth.workspace,
-            channel="api",
-            event=data["event"],
-            click_id=data["click_id"],
-            value_cents=data["value_cents"],
-            event_name=data.get("event_name") or "",
-            meta=data.get("meta"),
-            customer=data.get("customer"),
+        # META, not request.headers: that would build a dict of every header first.
+        key = idempotency_key_check(request.META.get("HTTP_IDEMPOTENCY_KEY"))
+        workspace = request.auth.workspace
+
+        def record() -> Answer:
+            conversion = conversion_record(
+                workspace=workspace,
+                channel="api",
+                event=data["event"],
+                click_id=data["click_id"],
+                value_cents=data["value_cents"],
+                event_name=data.get("event_name") or "",
+                meta=data.get("meta"),
+                customer=data.get("customer"),
+            )
+            return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
+
+        answer = idempotent_answer(
+            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record
         )
-        return Response(conversion_out(conversion, data["click_id"]), status=201)
+        headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+        return Response(answer.body, status=answer.status, headers=headers)
 
 
 class BrowserCustomerInput(serializers.Serializer):
