@@ -201,7 +201,9 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list[: self.CAP + 1].count()  # SELECT COUNT(*) FROM (... LIMIT CAP + 1)
+        # SELECT COUNT(*) FROM (SELECT id ... LIMIT CAP + 1): no ordering, and none of the list's
+        # annotations, which Django would otherwise compute for every counted row.
+        return self.object_list.order_by().values("pk")[: self.CAP + 1].count()
 
     @property
     def capped(self) -> bool:
