@@ -216,8 +216,9 @@ SPECTACULAR_SETTINGS = {
         "bounces and complaints, and the pixel's browser endpoint.\n\n"
         "Every request and response body is JSON. Every error is `{\"error\": \"<message>\"}` with one of "
         "the documented messages; besides the statuses listed on each operation, an unknown route under "
-        "`/api/v1` answers 404 `not found` and a method an operation does not list answers 405 "
-        "`method not allowed`."
+        "`/api/v1` answers 404 `not found`, and a method a path does not list answers 405 "
+        "`method not allowed` with an `Allow` header (OPTIONS on the bearer endpoints is answered by the "
+        "framework, with a short description of the endpoint)."
     ),
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "SERVE_INCLUDE_SCHEMA": False,
