@@ -112,7 +112,8 @@ class ErrorOut(serializers.Serializer):
 
 
 _ERRORS: dict[int, tuple[str, list[str]]] = {
-    400: ("The body is not one JSON object, or the request is malformed (a NUL in the URL, a bad Content-Length).",
+    400: ("The body is not one JSON object (nested at most 100 levels deep, no NUL character or unpaired "
+          "surrogate in its strings), or the request is malformed (a NUL in the URL or a header, a bad Content-Length).",
           ["invalid JSON", "bad request"]),
     401: ("The credentials are missing, malformed, unknown or revoked.", ["unauthorized"]),
     403: ("Refused.", ["forbidden"]),
