@@ -6,7 +6,8 @@ from lftrack.errors import json_error
 
 
 class RequestGuardMiddleware:
-    """413 for API bodies over 64 KiB (before a byte is read); 400 for a NUL in the path, query or a header.
+    """413 for API bodies over 64 KiB (before a byte is read); 400 for a NUL in the path, the query or an API
+    request's header (the redirect strips it from the User-Agent it stores instead: a click is never lost).
 
     PostgreSQL refuses NUL in text, so a NUL reaching any lookup (a link key, an admin search box, the
     pixel's X-Tracking-Key or Origin) would otherwise surface as a 500.
@@ -17,9 +18,11 @@ class RequestGuardMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         is_api = request.path.startswith("/api/")
-        if "\x00" in request.path or "%00" in request.META.get("QUERY_STRING", "") or _nul_in_headers(request):
+        if "\x00" in request.path or "%00" in request.META.get("QUERY_STRING", ""):
             return json_error(400, "bad request") if is_api else HttpResponseBadRequest("Bad request")
         if is_api:
+            if _nul_in_headers(request):
+                return json_error(400, "bad request")
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
