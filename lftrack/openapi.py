@@ -122,7 +122,8 @@ _ERRORS: dict[int, tuple[str, list[str]]] = {
     415: ("The Content-Type is not one this operation reads.", ["unsupported media type"]),
     422: ("The body is JSON but breaks a rule; nothing was stored.", []),
     429: ("Over a rate limit; retry after `Retry-After` seconds.", ["rate_limited"]),
-    500: ("An unexpected error; the message never carries details.", ["internal error"]),
+    500: ("An unexpected error; the message never carries details (quote the `X-Request-ID` to the operator).",
+          ["internal error"]),
 }
 
 
