@@ -4,7 +4,6 @@ The next_send_at rule itself lives in `campaigns.schedule` (re-exported here for
 """
 import re
 from dataclasses import dataclass
-from typing import Callable
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -200,12 +199,15 @@ def campaign_lead_add(
         external_id=external_id,
         overwrite_name=True,
     )
-    return _enroll(campaign=campaign, customer=match.customer, new_contact=lambda: match.created, channel=channel)
+    return _enroll(campaign=campaign, customer=match.customer, created=match.created, channel=channel)
 
 
-def campaign_enroll_from_conversion(*, conversion: ConversionEvent) -> LeadResult | None:
+def campaign_enroll_from_conversion(
+    *, conversion: ConversionEvent, customer_created: bool = False
+) -> LeadResult | None:
     """Enroll the conversion's customer in the campaign of its link's post (CONTRACT.md section 6).
 
+    `customer_created` says the conversion's request created the customer (outcome `created`).
     None when there is nothing to enroll: no customer, a customer without an email, or a post
     outside any campaign. A suppressed customer gives the `suppressed` result and no enrollment.
     """
@@ -218,36 +220,20 @@ def campaign_enroll_from_conversion(*, conversion: ConversionEvent) -> LeadResul
     if campaign is None:
         return None
 
-    def new_contact() -> bool:
-        # conversion_record does not hand over whether customer_match created the customer, so it is
-        # read from the database: they came in through this channel and have no earlier trace (another
-        # conversion, an enrollment). Hand-added contacts have source "manual". One query.
-        if customer.source != conversion.channel:
-            return False
-        earlier_conversion = ConversionEvent.objects.filter(customer_id=customer.pk).exclude(pk=conversion.pk)
-        enrollment = Enrollment.objects.filter(customer_id=customer.pk)
-        return not Customer.objects.filter(pk=customer.pk).filter(
-            Exists(earlier_conversion) | Exists(enrollment)
-        ).exists()
-
     # No savepoint: this runs inside conversion_record's transaction, on the conversions hot path.
     with transaction.atomic(savepoint=False):
         return _enroll(
-            campaign=campaign, customer=customer, new_contact=new_contact, channel=conversion.channel, conversion=conversion
+            campaign=campaign, customer=customer, created=customer_created, channel=conversion.channel, conversion=conversion
         )
 
 
-def _enroll(
-    *, campaign: Campaign, customer: Customer, new_contact: Callable[[], bool], channel: str, conversion=None
-) -> LeadResult:
+def _enroll(*, campaign: Campaign, customer: Customer, created: bool, channel: str, conversion=None) -> LeadResult:
     """The SPEC 3 table for a matched contact, inside the caller's transaction.
 
-    `new_contact()` says whether the contact was created by this request (outcome `created`, and
-    no enrollment can exist yet); it is asked before anything else.
+    `created` says this request created the contact (outcome `created`; no enrollment can exist yet).
     """
     if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email):
         return LeadResult(LeadOutcome.SUPPRESSED, customer, None)
-    created = new_contact()
     if not created:  # retries land here: answer them with one read, no lock, no write
         result = _already_enrolled(campaign=campaign, customer=customer)
         if result is not None:

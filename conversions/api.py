@@ -1,13 +1,28 @@
 """POST /api/v1/conversions (SPEC 4.1) and the pixel's POST /api/v1/browser/conversions (CONTRACT 7)."""
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
 from conversions.models import ConversionEvent
-from conversions.services import conversion_record
+from conversions.services import (
+    IDEMPOTENCY_KEY_MAX,
+    IDEMPOTENCY_TTL,
+    Answer,
+    conversion_record,
+    idempotency_key_check,
+    idempotent_answer,
+    request_digest,
+)
 from customers.models import Customer
 from lftrack.api import (
     BIGINT_MAX,
@@ -27,7 +42,7 @@ from lftrack.api import (
 from lftrack.auth import HasTrackingKey, TrackingKeyAuthentication
 from lftrack.errors import Forbidden
 from lftrack.openapi import error_response_object, error_responses, string_messages
-from lftrack.ratelimit import Limit, ip_key, limits_enforce
+from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
@@ -112,6 +127,18 @@ def conversion_out(conversion: ConversionEvent, click_id: str) -> dict:
     }
 
 
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX, "pattern": "^[ -~]+$"},
+    OpenApiParameter.HEADER,
+    description="1 to 255 printable ASCII characters naming this request, e.g. a UUID. Within "
+    f"{IDEMPOTENCY_TTL.total_seconds() / 3600:.0f} hours, a retry with the same key and the same body gets "
+    "the first answer back (`Idempotent-Replayed: true`) and stores nothing; the same key with another body "
+    "is 422. Only stored answers replay: after an error, correct the request and retry with the same key.",
+)
+IDEMPOTENCY_KEY_LONG = "Idempotency-Key is too long"
+IDEMPOTENCY_KEY_INVALID = "Idempotency-Key must be 1 to 255 printable ASCII characters"
+IDEMPOTENCY_KEY_REUSED = "idempotency key reused with a different body"
 CONVERSION_ERRORS = [
     "invalid event",
     "click_id is required",
@@ -123,6 +150,9 @@ CONVERSION_ERRORS = [
     "avatar_url must be an http or https URL",
     "meta must be an object",
     "meta is too long",
+    IDEMPOTENCY_KEY_LONG,
+    IDEMPOTENCY_KEY_INVALID,
+    IDEMPOTENCY_KEY_REUSED,
     *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url"),
 ]
 
@@ -136,8 +166,13 @@ class ConversionViewSet(viewsets.ViewSet):
         "and 600 per client address.",
         tags=["conversions"],
         request=ConversionInput,
+        parameters=[IDEMPOTENCY_KEY],
         responses={
-            201: OpenApiResponse(ConversionOut, description="Stored."),
+            201: OpenApiResponse(
+                ConversionOut,
+                description="Stored; or, with `Idempotent-Replayed: true`, the answer first given to this "
+                "`Idempotency-Key`, nothing stored again.",
+            ),
             **error_responses(400, 401, 413, 415, 422, 429, 500, e422=CONVERSION_ERRORS),
         },
         examples=[
@@ -169,19 +204,34 @@ class ConversionViewSet(viewsets.ViewSet):
             ),
         ],
     )
+    @rate_limit(
+        Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
+        Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
+    )
     def create(self, request) -> Response:
         data = parse(ConversionInput, request_json(request))
-        conversion = conversion_record(
-            workspace=request.auth.workspace,
-            channel="api",
-            event=data["event"],
-            click_id=data["click_id"],
-            value_cents=data["value_cents"],
-            event_name=data.get("event_name") or "",
-            meta=data.get("meta"),
-            customer=data.get("customer"),
+        # META, not request.headers: that would build a dict of every header first.
+        key = idempotency_key_check(request.META.get("HTTP_IDEMPOTENCY_KEY"))
+        workspace = request.auth.workspace
+
+        def record() -> Answer:
+            conversion = conversion_record(
+                workspace=workspace,
+                channel="api",
+                event=data["event"],
+                click_id=data["click_id"],
+                value_cents=data["value_cents"],
+                event_name=data.get("event_name") or "",
+                meta=data.get("meta"),
+                customer=data.get("customer"),
+            )
+            return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
+
+        answer = idempotent_answer(
+            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record
         )
-        return Response(conversion_out(conversion, data["click_id"]), status=201)
+        headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+        return Response(answer.body, status=answer.status, headers=headers)
 
 
 class BrowserCustomerInput(serializers.Serializer):

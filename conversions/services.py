@@ -1,15 +1,34 @@
-"""Recording conversions: one function serves the server API, the pixel and the admin."""
-from typing import Any
+"""Recording conversions (one function serves the server API, the pixel and the admin) and safe retries."""
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Callable
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.services import campaign_enroll_from_conversion
 from clicks.models import Click
-from conversions.models import ConversionEvent
+from conversions.models import ConversionEvent, IdempotencyKey
 from customers.services import customer_match
+from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
 from workspaces.models import Workspace
+
+# A retried sale replays the first answer for this long (issue #3); older keys count as new.
+IDEMPOTENCY_TTL = timedelta(hours=24)
+IDEMPOTENCY_KEY_MAX = 255
+
+
+# The event row takes its click and link from the click itself: the lookup (scoped to the
+# workspace, so another workspace's click is unknown) and the insert are one round trip.
+_RECORD_SQL = (
+    f"INSERT INTO {ConversionEvent._meta.db_table}"
+    " (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel)"
+    " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s"
+    f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s RETURNING id, click_id, link_id"
+)
 
 
 @transaction.atomic
@@ -28,22 +47,19 @@ def conversion_record(
 
     A click of another workspace is unknown. A second lead on the same click is a second event
     (SPEC 4.1, duplicate-lead rule). The pixel (channel "pixel") never moves an external_id.
+    An unknown click rolls back the customer matched for it: a rejected request changes nothing.
     """
-    click = Click.objects.filter(workspace=workspace, click_id=click_id).values_list("pk", "link_id").first()
-    if click is None:
-        raise Unprocessable("unknown click_id")
-    matched = None
+    match = None
     if customer is not None:
-        matched = customer_match(
+        match = customer_match(
             workspace=workspace,
             channel=channel,
             may_move_external_id=channel != "pixel",
             **customer,
-        ).customer
-    conversion = ConversionEvent.objects.create(
+        )
+    matched = match.customer if match is not None else None
+    conversion = ConversionEvent(
         workspace=workspace,
-        click_id=click[0],
-        link_id=click[1],
         customer=matched,
         event=event,
         value_cents=value_cents if event == ConversionEvent.Event.SALE else None,
@@ -52,5 +68,106 @@ def conversion_record(
         occurred_at=timezone.now(),
         channel=channel,
     )
-    campaign_enroll_from_conversion(conversion=conversion)
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _RECORD_SQL,
+            [
+                matched.pk if matched is not None else None,
+                conversion.event,
+                conversion.value_cents,
+                conversion.event_name,
+                ConversionEvent._meta.get_field("meta").get_db_prep_value(conversion.meta, connection),
+                connection.ops.adapt_datetimefield_value(conversion.occurred_at),
+                channel,
+                workspace.pk,
+                click_id,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Unprocessable("unknown click_id")
+    conversion.pk, conversion.click_id, conversion.link_id = row
+    conversion._state.adding = False
+    conversion._state.db = connection.alias
+    campaign_enroll_from_conversion(conversion=conversion, customer_created=match is not None and match.created)
     return conversion
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+_TABLE = IdempotencyKey._meta.db_table
+# Claims the key for this request. A row older than the TTL is taken over in the same statement
+# (its old answer must not replay); a live row is left alone and RETURNING yields nothing. A
+# concurrent request's uncommitted claim makes this statement wait until that request commits (then
+# its answer is replayed) or rolls back (then this request proceeds): never a double store, never a
+# unique-violation 500.
+_CLAIM_SQL = (
+    f"INSERT INTO {_TABLE} (workspace_id, key, request_digest, status_code, response_body, created_at)"
+    " VALUES (%s, %s, %s, NULL, NULL, %s)"
+    " ON CONFLICT (workspace_id, key) DO UPDATE SET request_digest = excluded.request_digest,"
+    " status_code = NULL, response_body = NULL, created_at = excluded.created_at"
+    f" WHERE {_TABLE}.created_at < %s RETURNING id"
+)
+
+
+def request_digest(data: dict[str, Any]) -> str:
+    """SHA-256 of the request body as parsed: key order and whitespace do not make a different body."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def idempotency_key_check(raw: str | None) -> str | None:
+    """The `Idempotency-Key` header's value, None when absent; 422 when unusable."""
+    if raw is None:
+        return None
+    if len(raw) > IDEMPOTENCY_KEY_MAX:
+        raise Unprocessable("Idempotency-Key is too long")
+    if not raw or not all(" " <= char <= "~" for char in raw):
+        raise Unprocessable("Idempotency-Key must be 1 to 255 printable ASCII characters")
+    return raw
+
+
+def idempotent_answer(
+    *, workspace: Workspace, key: str | None, digest: str, answer: Callable[[], Answer]
+) -> Answer:
+    """`answer()` once per (workspace, key) within the TTL; repeats get the stored answer back.
+
+    Only successful answers are kept: `answer()` raising (a 422, a 500) rolls the claim back with
+    everything else, so the client can correct the request and retry with the same key.
+    """
+    if key is None:
+        return answer()
+    with transaction.atomic():
+        now = timezone.now()
+        stamp, cutoff = (connection.ops.adapt_datetimefield_value(t) for t in (now, now - IDEMPOTENCY_TTL))
+        for _ in range(3):  # a purge can delete a stale row between the two statements; re-claim
+            with prepared_cursor() as cursor:
+                cursor.execute(_CLAIM_SQL, [workspace.pk, key, digest, stamp, cutoff])
+                claimed = cursor.fetchone()
+            if claimed is not None:
+                result = answer()
+                IdempotencyKey.objects.filter(pk=claimed[0]).update(
+                    status_code=result.status, response_body=result.body
+                )
+                return result
+            rows = IdempotencyKey.objects.filter(workspace=workspace, key=key).values_list(
+                "request_digest", "status_code", "response_body"
+            )
+            stored = next(iter(rows), None)  # unique per workspace and key
+            if stored is not None:
+                if stored[0] != digest:
+                    raise Unprocessable("idempotency key reused with a different body")
+                return Answer(status=stored[1], body=stored[2], replayed=True)
+    raise RuntimeError("idempotency key could not be claimed")
+
+
+def idempotency_keys_purge(*, now: datetime | None = None) -> int:
+    """Delete keys past the TTL (they no longer replay anyway); returns how many went."""
+    cutoff = (now or timezone.now()) - IDEMPOTENCY_TTL
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

@@ -2,17 +2,63 @@
 from dataclasses import dataclass
 
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Value
-from django.db.models.functions import Lower
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from customers.models import Customer, CustomerActivity
+from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
 from workspaces.models import Workspace
 
 Kind = CustomerActivity.Kind
 # Each lost race re-reads what the winner wrote; a handful of rounds settles any real contention.
 MAX_ROUNDS = 5
+
+_CUSTOMER = Customer._meta.db_table
+_ACTIVITY = CustomerActivity._meta.db_table
+# What a match reads, in the model's field order (Model.from_db); the timestamps stay deferred.
+_FIELDS = ("id", "workspace_id", "email", "name", "avatar_url", "external_id", "source")
+_COLUMNS = ", ".join(_FIELDS)
+
+# The email's owner and the external_id's holder. Each branch repeats its unique index's predicate
+# (email <> '', external_id <> ''), so the planner uses both partial indexes (a BitmapOr) whatever
+# the parameters. No ORDER BY/LIMIT: each index yields at most one row, and "ORDER BY id LIMIT 1"
+# (what .first() adds) makes PostgreSQL walk the primary key instead: a scan of the whole table for
+# every new email.
+_CANDIDATES_WHERE = (
+    "workspace_id = %s AND ((lower(email) = lower(%s) AND email <> '') OR (external_id = %s AND external_id <> ''))"
+)
+_CANDIDATES_SQL = (
+    f"SELECT {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER} WHERE {_CANDIDATES_WHERE}"
+)
+# No conflict target: a clash on either unique index (lower(email), external_id) skips the insert.
+_INSERT_SQL = (
+    f"INSERT INTO {_CUSTOMER} (workspace_id, email, name, avatar_url, external_id, source, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
+)
+_LOG_CREATED_SQL = (
+    f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+# PostgreSQL: the customer and its "created" activity in one statement, nothing logged when the
+# insert was skipped.
+_INSERT_AND_LOG = (
+    f"WITH created AS ({_INSERT_SQL}), logged AS ("
+    f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
+    " SELECT %s, id, %s, %s, %s, %s, %s FROM created)"
+)
+_INSERTED_SQL = _INSERT_AND_LOG + " SELECT id FROM created"
+# PostgreSQL, first round: create the person (rule 4, or rule 5 with a new external_id) or, when a
+# unique index says they are known, read the candidates: one round trip either way. The read shares
+# the statement's snapshot, so it can miss a row that a concurrent request committed while this
+# insert waited for it; the round then finds nobody, its own insert is skipped, and the next round
+# reads the winner's row.
+_INSERT_OR_CANDIDATES_SQL = (
+    _INSERT_AND_LOG
+    + " SELECT TRUE, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM created"
+    + f" UNION ALL SELECT FALSE, {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER}"
+    + f" WHERE NOT EXISTS (SELECT 1 FROM created) AND {_CANDIDATES_WHERE}"
+)
 
 
 @dataclass(frozen=True)
@@ -32,20 +78,26 @@ def customer_match(
     overwrite_name: bool = False,
     may_move_external_id: bool = True,
 ) -> Match:
-    """Find or create the workspace's one customer for this person.
+    """Find or create the workspace's one customer for this person (CONTRACT.md section 5).
 
-    Email is the identity; external_id is a movable label. Conversions fill blanks only; campaign
-    leads pass `overwrite_name`; the public pixel passes `may_move_external_id=False`, so it matches
-    by email alone and never takes an external_id from anyone.
+    Email is the identity, matched case-insensitively and stored as first given; external_id is a
+    movable label. Blanks are filled, a name or avatar is never replaced, except that campaign
+    leads pass `overwrite_name`. The public pixel passes `may_move_external_id=False`: it matches
+    by email alone, never takes an external_id from anyone and never replaces one; it only attaches
+    an external_id nobody holds to a customer who has none.
     """
     if not email and not external_id:
         raise Unprocessable("customer needs email or external_id")
-    request = _Request(workspace, channel, email, external_id, name, avatar_url, overwrite_name, may_move_external_id)
+    request = _Request(
+        workspace, channel, email or "", external_id or "", name or "", avatar_url or "", overwrite_name,
+        may_move_external_id,
+    )
     # Joins the caller's transaction without a savepoint of its own: every partial state a lost
-    # race leaves behind is valid, and the next round starts from it.
+    # race leaves behind is valid (a customer created, an id not yet moved), and the next round
+    # starts from it. Only the identity UPDATEs that can lose a race run in savepoints.
     with transaction.atomic(savepoint=False):
-        for _ in range(MAX_ROUNDS):
-            match = request.attempt()
+        for round_ in range(MAX_ROUNDS):
+            match = request.attempt(first=round_ == 0)
             if match is not None:
                 return match
     raise RuntimeError("customer_match did not settle")  # only under pathological contention
@@ -62,85 +114,111 @@ class _Request:
     overwrite_name: bool
     may_move: bool
 
-    def attempt(self) -> Match | None:
+    def attempt(self, first: bool) -> Match | None:
         """One round; None means a concurrent request won a race and the round must be re-read."""
-        if not self.email:
-            return self._by_external_id_only()
-        owner = self._owner_of_email()
+        if first:
+            created, owner, holder = self._insert_or_candidates()
+            if created is not None:
+                return Match(created, created=True)
+        else:
+            owner, holder = self._candidates()
+        if not self.email:  # rule 5
+            if holder is not None:
+                self._fill(holder)
+                return Match(holder, created=False)
+            customer = self._insert(external_id=self.external_id)
+            return None if customer is None else Match(customer, created=True)
         if owner is not None:  # rule 1
             if self.external_id and owner.external_id != self.external_id:
-                if not self._give_external_id(owner):
+                if not self._give_external_id(owner, holder):
                     return None
             self._fill(owner)
             return Match(owner, created=False)
-        holder = self._holder_of_external_id() if self.external_id else None
         if holder is not None and not holder.email and self.may_move:  # rule 2: the holder takes the email
             if not self._claim_email(holder):
                 return None
             self._fill(holder)
             return Match(holder, created=False)
-        # rules 3 and 4; the pixel lands here too, attaching an id only when nobody holds it
+        # Rules 3 and 4. The pixel lands here for rule 2 too: the new customer gets the id only
+        # when nobody holds it.
         customer = self._insert(external_id="" if holder else self.external_id)
         if customer is None:
             return None
-        if holder is not None and not self._give_external_id(customer):
-            return None
+        if holder is not None and self.may_move and not self._give_external_id(customer, holder):
+            return None  # the customer exists now; the next round finds them as the owner (rule 1)
         return Match(customer, created=True)
 
-    def _by_external_id_only(self) -> Match | None:  # rule 5
-        holder = self._holder_of_external_id()
-        if holder is not None:
-            self._fill(holder)
-            return Match(holder, created=False)
-        customer = self._insert(external_id=self.external_id)
-        return None if customer is None else Match(customer, created=True)
+    def _insert_or_candidates(self) -> tuple[Customer | None, Customer | None, Customer | None]:
+        """(created customer, or None and the candidates): a brand-new person costs one statement."""
+        if connection.vendor != "postgresql":  # no data-modifying CTEs: two statements
+            created = self._insert(external_id=self.external_id)
+            return (created, None, None) if created is not None else (None, *self._candidates())
+        now = timezone.now()
+        with prepared_cursor() as cursor:
+            cursor.execute(
+                _INSERT_OR_CANDIDATES_SQL,
+                self._insert_params(now, self.external_id) + self._candidate_params(),
+            )
+            rows = cursor.fetchall()
+        if rows and rows[0][0]:
+            return self._created(rows[0][1], self.external_id, now), None, None
+        return (None, *self._pick([row[1:] for row in rows]))
 
-    def _owner_of_email(self) -> Customer | None:
-        # lower() on both sides, and the index's own predicate, so the planner uses the unique index.
-        return (
-            Customer.objects.alias(email_lower=Lower("email"))
-            .filter(workspace=self.workspace, email_lower=Lower(Value(self.email)))
-            .exclude(email="")
-            .first()
-        )
+    def _candidates(self) -> tuple[Customer | None, Customer | None]:
+        """(owner of the email, holder of the external_id); possibly the same customer."""
+        with prepared_cursor() as cursor:
+            cursor.execute(_CANDIDATES_SQL, self._candidate_params())
+            return self._pick(cursor.fetchall())
 
-    def _holder_of_external_id(self) -> Customer | None:
-        return Customer.objects.filter(workspace=self.workspace, external_id=self.external_id).first()
+    def _candidate_params(self) -> list:
+        return [self.email, self.workspace.pk, self.email, self.external_id]
+
+    def _pick(self, rows) -> tuple[Customer | None, Customer | None]:
+        owner = holder = None
+        for *values, owns_email in rows:
+            customer = Customer.from_db(connection.alias, _FIELDS, values)
+            customer.workspace = self.workspace
+            if owns_email:
+                owner = customer
+            if self.external_id and customer.external_id == self.external_id:
+                holder = customer
+        return owner, holder
 
     def _insert(self, *, external_id: str) -> Customer | None:
-        """INSERT ... ON CONFLICT DO NOTHING: None when a concurrent request created this person first."""
+        """INSERT ... ON CONFLICT DO NOTHING: None when a concurrent request created this person first.
+
+        A conflicting insert that has not committed yet makes this one wait for it; once it commits
+        the next round reads the winner's row, once it rolls back this insert goes through.
+        """
         now = timezone.now()
-        table = Customer._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} (workspace_id, email, name, avatar_url, external_id, source, created_at,"
-                " updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
-                [
-                    self.workspace.pk,
-                    self.email,
-                    self.name,
-                    self.avatar_url,
-                    external_id,
-                    self.channel,
-                    connection.ops.adapt_datetimefield_value(now),
-                    connection.ops.adapt_datetimefield_value(now),
-                ],
-            )
-            row = cursor.fetchone()
-        if row is None:
-            return None
+        params = self._insert_params(now, external_id)
+        with prepared_cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(_INSERTED_SQL, params)
+                row = cursor.fetchone()
+            else:
+                cursor.execute(_INSERT_SQL, params[:8])
+                row = cursor.fetchone()
+                if row is not None:
+                    cursor.execute(_LOG_CREATED_SQL, [params[8], row[0], *params[9:]])
+        return None if row is None else self._created(row[0], external_id, now)
+
+    def _insert_params(self, now, external_id: str) -> list:
+        """The customer's columns, then those of its "created" activity."""
+        stamp = connection.ops.adapt_datetimefield_value(now)
+        detail = CustomerActivity._meta.get_field("detail").get_db_prep_value({}, connection)
+        return [
+            self.workspace.pk, self.email, self.name, self.avatar_url, external_id, self.channel, stamp, stamp,
+            self.workspace.pk, Kind.CREATED.value, self.channel, external_id, detail, stamp,
+        ]
+
+    def _created(self, pk: int, external_id: str, now) -> Customer:
         customer = Customer(
-            pk=row[0],
-            workspace=self.workspace,
-            email=self.email,
-            name=self.name,
-            avatar_url=self.avatar_url,
-            external_id=external_id,
-            source=self.channel,
-            created_at=now,
-            updated_at=now,
+            pk=pk, workspace=self.workspace, email=self.email, name=self.name, avatar_url=self.avatar_url,
+            external_id=external_id, source=self.channel, created_at=now, updated_at=now,
         )
-        self._log(customer, Kind.CREATED, external_id=external_id)
+        customer._state.adding = False
+        customer._state.db = connection.alias
         return customer
 
     def _claim_email(self, holder: Customer) -> bool:
@@ -155,49 +233,77 @@ class _Request:
         self._log(holder, Kind.EMAIL_ADDED, detail={"email": self.email})
         return True
 
-    def _give_external_id(self, customer: Customer) -> bool:
-        """Attach the sent external_id to `customer`, moving it away from its holder (rule 1, 3)."""
-        holder = self._holder_of_external_id()
-        if holder is not None and not self.may_move:
-            return True  # the pixel never moves an id: the customer simply does not get it
-        if customer.external_id and not self.may_move:
-            return True  # nor overwrites one
+    def _give_external_id(self, customer: Customer, holder: Customer | None) -> bool:
+        """Attach the sent external_id to `customer`, moving it away from its holder (rules 1 and 3).
+
+        False when a concurrent request changed either customer first; the caller re-reads.
+        """
+        if not self.may_move:
+            if holder is not None or customer.external_id:
+                return True  # the pixel never moves an id, nor replaces one: the customer goes without
+            holder = None
         previous = customer.external_id
+        moved_from = []
 
         def move() -> int:
-            if holder is not None:
-                Customer.objects.filter(pk=holder.pk, external_id=self.external_id).update(
-                    external_id="", updated_at=timezone.now()
-                )
-            return Customer.objects.filter(pk=customer.pk).update(
-                external_id=self.external_id, updated_at=timezone.now()
+            current = holder
+            if self.may_move and connection.vendor == "postgresql":
+                # Requests moving the same id queue here instead of racing: under the lock the
+                # holder read is the latest committed one, so the moves below find what they expect
+                # and every contender gets through in a round or two. Released at commit (or with
+                # this savepoint).
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                        [f"customers.external_id:{self.workspace.pk}:{self.external_id}"],
+                    )
+                holders = Customer.objects.filter(workspace=self.workspace, external_id=self.external_id)[:1]
+                current = next(iter(holders), None)
+                if current is not None and current.pk == customer.pk:
+                    return 0  # a concurrent request of this person did it; re-read
+            now = timezone.now()
+            # Both UPDATEs are conditional on what was read: a concurrent change makes one match no
+            # row (0: re-read) or violate the unique index (IntegrityError: re-read).
+            if current is not None and not Customer.objects.filter(
+                pk=current.pk, external_id=self.external_id
+            ).update(external_id="", updated_at=now):
+                return 0
+            moved_from[:] = [current]
+            return Customer.objects.filter(pk=customer.pk, external_id=previous).update(
+                external_id=self.external_id, updated_at=now
             )
 
         if not _guarded(move):
             return False
         customer.external_id = self.external_id
-        if holder is not None:
-            self._log(holder, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
+        source = moved_from[0]
+        if source is not None:
+            source.external_id = ""
+            self._log(source, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
         self._log(
             customer,
             Kind.EXTERNAL_ID_MOVED_IN,
             external_id=self.external_id,
-            other=holder,
+            other=source,
             detail={"previous_external_id": previous} if previous else {},
         )
         return True
 
     def _fill(self, customer: Customer) -> None:
-        """Blanks take the sent values; a name is replaced only when the caller overwrites names."""
+        """Blanks take the sent values; a name is replaced only when the caller overwrites names.
+
+        The UPDATE re-checks the blanks itself, so two requests filling the same blank at once
+        cannot overwrite each other: the first value written stays.
+        """
         changes = {}
-        if self.name and (self.overwrite_name or not customer.name) and customer.name != self.name:
-            changes["name"] = self.name
+        if self.name and customer.name != self.name and (self.overwrite_name or not customer.name):
+            changes["name"] = Value(self.name) if self.overwrite_name else _if_blank("name", self.name)
         if self.avatar_url and not customer.avatar_url:
-            changes["avatar_url"] = self.avatar_url
-        if changes:
-            Customer.objects.filter(pk=customer.pk).update(**changes, updated_at=timezone.now())
-            for field, value in changes.items():
-                setattr(customer, field, value)
+            changes["avatar_url"] = _if_blank("avatar_url", self.avatar_url)
+        if not changes:
+            return  # the common case: nothing to write, no round trip
+        Customer.objects.filter(pk=customer.pk).update(**changes, updated_at=timezone.now())
+        customer.refresh_from_db(fields=["name", "avatar_url"])
 
     def _log(self, customer: Customer, kind: str, *, external_id: str = "", other=None, detail=None) -> None:
         CustomerActivity.objects.create(
@@ -209,6 +315,10 @@ class _Request:
             other_customer=other,
             detail=detail or {},
         )
+
+
+def _if_blank(field: str, value: str) -> Case:
+    return Case(When(**{field: ""}, then=Value(value)), default=F(field))
 
 
 def _guarded(update) -> int:

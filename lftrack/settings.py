@@ -111,7 +111,12 @@ TEMPLATES = [
 DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 # Persistent connections: the API's hot paths must not pay a new connection per request.
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A health check costs each request a round trip (SELECT 1) and spares it the 500 it would get on a
+# connection PostgreSQL dropped (a restart, a failover); off trades that for throughput.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", True)
+# The API's hot statements are prepared once per connection (lftrack/db.py). Turn off behind a
+# connection pooler in transaction mode that cannot carry prepared statements.
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not the in-memory default: live-server threads then open connections of their own.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
@@ -123,7 +128,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # A hung Redis must cost a request a quarter of a second, not hang it: the rate limits
+            # then fail open (lftrack/ratelimit.py).
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+        }
+    }
 else:
     # One process only: counters are not shared between workers (README, Configuration).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

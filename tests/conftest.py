@@ -4,6 +4,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 
@@ -34,6 +35,13 @@ def assert_api_error(response, status: int, message: str) -> None:
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
     assert response.json() == {"error": message}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Rate-limit counters live in the cache (Redis in CI): every test starts from zero."""
+    cache.clear()
+    yield
 
 
 @pytest.fixture

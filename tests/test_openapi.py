@@ -84,6 +84,11 @@ def test_security_schemes_and_strict_field_types():
     assert (schemes["trackingKey"]["in"], schemes["trackingKey"]["name"]) == ("header", "X-Tracking-Key")
     paths = schema["paths"]
     assert paths[CONVERSIONS]["post"]["security"] == [{"bearerAuth": []}]
+    parameters = {p["name"]: p for p in paths[CONVERSIONS]["post"]["parameters"]}
+    assert parameters["Idempotency-Key"]["in"] == "header" and parameters["Idempotency-Key"]["schema"]["maxLength"] == 255
+    headers = paths[CONVERSIONS]["post"]["responses"]["201"]["headers"]
+    assert {"Idempotent-Replayed", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Request-ID"} <= set(headers)
+    assert {"Retry-After", "X-RateLimit-Limit"} <= set(paths[CONVERSIONS]["post"]["responses"]["429"]["headers"])
     assert paths[BROWSER]["post"]["security"] == [{"trackingKey": []}, {}]  # or the body's `key`
     schemas = schema["components"]["schemas"]
     conversion = schemas["ConversionInput"]["properties"]
@@ -286,6 +291,19 @@ def test_suppressed_lead_conforms_with_a_null_enrollment(api, world, openapi):
     resp = _post(api, world, "/api/v1/campaigns/spring/leads", {"email": "GONE@example.com"})
     assert resp.status_code == 200 and resp.json()["enrollment"] is None
     assert_conforms(openapi, LEADS, "post", resp)
+
+
+@pytest.mark.django_db
+def test_idempotent_replay_and_reused_key_conform(api, world, openapi):
+    body, key = _conversion(world), {"HTTP_IDEMPOTENCY_KEY": "order-1001"}
+    first = _post(api, world, CONVERSIONS, body, **key)
+    replay = _post(api, world, CONVERSIONS, body, **key)
+    assert (first.status_code, replay.status_code, replay.json()) == (201, 201, first.json())
+    assert replay["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first
+    reused = _post(api, world, CONVERSIONS, {**body, "value_cents": 200}, **key)
+    assert (reused.status_code, reused.json()) == (422, {"error": "idempotency key reused with a different body"})
+    for resp in (first, replay, reused):
+        assert_conforms(openapi, CONVERSIONS, "post", resp)
 
 
 @pytest.mark.django_db

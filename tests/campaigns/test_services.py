@@ -196,6 +196,6 @@ def test_an_insert_that_loses_the_race_answers_with_the_winners_enrollment(campa
     from campaigns.services import _enroll
 
     winner = campaign_lead_add(campaign=campaign, email="ada@example.com")
-    loser = _enroll(campaign=campaign, customer=winner.customer, new_contact=lambda: True, channel="api")
+    loser = _enroll(campaign=campaign, customer=winner.customer, created=True, channel="api")
     assert (loser.outcome, loser.enrollment.pk) == ("already_enrolled", winner.enrollment.pk)
     assert CampaignLead.objects.count() == 1

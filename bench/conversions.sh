@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Benchmark POST /api/v1/conversions: gunicorn + PostgreSQL + Redis on this machine, driven by wrk.
+#
+#   bash bench/conversions.sh
+#
+# Creates its own database (BENCH_DB, dropped and re-created), migrates, seeds clicks and customers,
+# starts gunicorn on 127.0.0.1 with the rate limits raised through RATELIMIT_* (still enforced on
+# Redis), warms up, runs `wrk -t2 -c16` for BENCH_SECONDS, prints requests/s, p50/p99 latency and the
+# count of non-2xx answers, and stops everything it started. Needs PostgreSQL and Redis running
+# (as in .ci/run); installs wrk with apt-get when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PG_URL=${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432}
+BENCH_DB=${BENCH_DB:-lftrack_bench}
+REDIS_URL=${BENCH_REDIS_URL:-redis://127.0.0.1:6379/15}
+PORT=${BENCH_PORT:-8765}
+SECONDS_RUN=${BENCH_SECONDS:-30}
+WARMUP=${BENCH_WARMUP:-5}
+# 2 cores shared with PostgreSQL, Redis and wrk: 2 worker processes (one per core, so the GIL never
+# serialises all requests) with 4 threads each, so a worker keeps its core busy while a thread waits
+# on PostgreSQL or Redis, and gthread keeps wrk's 16 connections alive (sync workers close them).
+WORKERS=${BENCH_WORKERS:-2}
+THREADS=${BENCH_THREADS:-4}
+PY=.venv/bin/python
+SEED=$(mktemp)
+
+if ! command -v wrk >/dev/null; then
+  echo "bench: installing wrk"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+fi
+[ -x "$PY" ] || make install
+
+export DATABASE_URL="$PG_URL/$BENCH_DB"
+export REDIS_URL
+export SECRET_KEY=bench-only-secret-key-not-for-production
+export DEBUG=0 ALLOWED_HOSTS=127.0.0.1 LOG_LEVEL=WARNING CONN_MAX_AGE=600
+# Limits raised for the run, not switched off: every request still counts on Redis.
+export RATELIMIT_CONVERSIONS_TOKEN=${BENCH_RATELIMIT_TOKEN:-10000000/m}
+export RATELIMIT_CONVERSIONS_IP=${BENCH_RATELIMIT_IP:-10000000/m}
+
+GUNICORN_PID=""
+cleanup() {
+  if [ -n "$GUNICORN_PID" ] && kill -0 "$GUNICORN_PID" 2>/dev/null; then
+    kill "$GUNICORN_PID"
+    wait "$GUNICORN_PID" 2>/dev/null || true
+  fi
+  rm -f "$SEED"
+  if [ -z "${BENCH_KEEP_DB:-}" ]; then
+    psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null
+psql "$PG_URL/postgres" -qc "CREATE DATABASE $BENCH_DB" >/dev/null
+$PY manage.py migrate --noinput >/dev/null
+$PY bench/seed.py "$SEED" "${BENCH_CLICKS:-20000}" "${BENCH_CUSTOMERS:-5000}"
+psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
+
+.venv/bin/gunicorn lftrack.wsgi --bind "127.0.0.1:$PORT" --workers "$WORKERS" --threads "$THREADS" \
+  --worker-class "${BENCH_WORKER_CLASS:-gthread}" --keep-alive 30 --log-level warning &
+GUNICORN_PID=$!
+for _ in $(seq 1 50); do
+  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null || { echo "bench: gunicorn did not start" >&2; exit 1; }
+
+echo "bench: gunicorn $WORKERS workers x $THREADS threads; warm-up ${WARMUP}s, then wrk -t2 -c16 -d${SECONDS_RUN}s"
+echo "bench: load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+BENCH_SEED="$SEED" wrk -t2 -c16 -d"${WARMUP}s" -s bench/conversions.lua "http://127.0.0.1:$PORT" >/dev/null
+
+# CPU seconds (user + system) used so far by the gunicorn workers and by this database's backends:
+# the run's CPU per request, which other load on the machine disturbs far less than req/s.
+cpu_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+sys_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $15}' "/proc/$p/stat"))); done; echo "$t"; }
+WORKER_PIDS=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
+PG_PIDS=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
+TICKS=$(getconf CLK_TCK)
+W0=$(cpu_of $WORKER_PIDS); P0=$(cpu_of $PG_PIDS); S0=$(sys_of $WORKER_PIDS)
+WRK_OUT=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/conversions.lua "http://127.0.0.1:$PORT")
+W1=$(cpu_of $WORKER_PIDS); P1=$(cpu_of $PG_PIDS); S1=$(sys_of $WORKER_PIDS)
+echo "$WRK_OUT" | grep -v '^RESULT'
+RESULT=$(echo "$WRK_OUT" | grep '^RESULT')
+REQUESTS=$(echo "$RESULT" | sed -E 's/.*requests=([0-9]+).*/\1/')
+echo "$RESULT" | sed 's/^RESULT /bench: /'
+awk -v w=$((W1 - W0)) -v s=$((S1 - S0)) -v p=$((P1 - P0)) -v n="$REQUESTS" -v hz="$TICKS" 'BEGIN {
+  printf "bench: cpu per request: gunicorn %.2f ms (%.2f of it in the kernel), postgres %.2f ms\n",
+    w / hz / n * 1000, s / hz / n * 1000, p / hz / n * 1000 }'
+echo "$RESULT" | awk '{
+  for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+  ok = v["rps"] >= 700 && v["p99_ms"] < 60 && v["non2xx"] == 0 && v["socket_errors"] == 0
+  printf "bench: target (>= 700 req/s, p99 < 60 ms, no non-2xx): %s\n", ok ? "met" : "missed" }'
+echo "bench: stored $(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM conversions_conversionevent') events," \
+  "$(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM customers_customer') customers;" \
+  "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,50 @@
+"""Seed the benchmark database: a workspace, a token, clicks and customers; write what wrk needs.
+
+Usage: python bench/seed.py OUTFILE [CLICKS] [CUSTOMERS]  (DATABASE_URL names the benchmark database)
+OUTFILE gets the token, a run id, the number of seeded customers, then one click id per line.
+"""
+import os
+import secrets
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import transaction  # noqa: E402
+
+from clicks.models import Click  # noqa: E402
+from clicks.services import link_create  # noqa: E402
+from customers.models import Customer  # noqa: E402
+from workspaces.services import api_token_create, workspace_create  # noqa: E402
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    clicks = int(sys.argv[2]) if len(sys.argv) > 2 else 20_000
+    customers = int(sys.argv[3]) if len(sys.argv) > 3 else 5_000
+    with transaction.atomic():
+        workspace = workspace_create(slug="bench", name="Benchmark")
+        token = api_token_create(workspace=workspace, name="bench").secret
+        link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
+        rows = Click.objects.bulk_create(
+            [Click(workspace=workspace, link=link) for _ in range(clicks)], batch_size=5_000
+        )
+        Customer.objects.bulk_create(
+            [
+                Customer(workspace=workspace, email=f"seeded-{i}@example.com", name=f"Seeded {i}", source="api")
+                for i in range(1, customers + 1)
+            ],
+            batch_size=5_000,
+        )
+    lines = [token, secrets.token_hex(4), str(customers), *(row.click_id for row in rows)]
+    out.write_text("\n".join(lines) + "\n")
+    print(f"seeded {clicks} clicks and {customers} customers")
+
+
+if __name__ == "__main__":
+    main()

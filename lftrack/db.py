@@ -1,0 +1,47 @@
+"""Hot-path SQL: cursors whose statements PostgreSQL parses and plans once per connection, not per request."""
+from contextlib import contextmanager
+from typing import Iterator
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+
+if connection.vendor == "postgresql":
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    class _PreparingCursor(ServerBindingCursor):
+        """Binds parameters server-side and prepares every statement it runs (psycopg keeps them per connection)."""
+
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+
+
+@contextmanager
+def prepared_cursor() -> Iterator:
+    """A Django cursor for the few statements every API request runs.
+
+    Django's PostgreSQL cursors bind parameters client-side: each statement reaches the server as new
+    text, parsed and planned again, and formatting the literals costs Python time too. This cursor
+    sends the parameters separately and prepares the statement on first use, so later requests on
+    the same persistent connection only bind and execute. It is still Django's cursor wrapper (query
+    logging, execute wrappers, Django's exception classes) inside Django's transaction. Connection
+    poolers in transaction mode that cannot carry prepared statements: set DB_PREPARED_STATEMENTS=0.
+    Other databases get the ordinary cursor.
+    """
+    db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
+    if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+        with db.cursor() as cursor:
+            yield cursor
+        return
+    # What connection.cursor() does, with our cursor class: health check, connect, wrap.
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    raw = db.connection
+    if raw.prepare_threshold is None:
+        # Django switches psycopg's statement preparation off (for poolers) on every connection it
+        # opens. Only server-side binding cursors (this one) can prepare; Django's client-side
+        # cursors never do, so switching it back on changes nothing for them.
+        raw.prepare_threshold = 5
+    with db.wrap_database_errors:
+        cursor = db._prepare_cursor(_PreparingCursor(raw))
+    with cursor:
+        yield cursor

@@ -1,0 +1,57 @@
+"""lftrack.db: the API's hot statements are prepared once per PostgreSQL connection."""
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from lftrack.db import prepared_cursor
+from tests.conftest import requires_postgres
+from tests.factories import ClickFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def prepared(prefix: str) -> list[tuple[str, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            [prefix + "%"],
+        )
+        return cursor.fetchall()
+
+
+@requires_postgres
+def test_hot_statements_are_prepared_once_and_reused(api, acme_token):
+    # The connection outlives single tests: count the runs this test adds.
+    before = dict(prepared("INSERT INTO conversions_conversionevent"))
+    click = ClickFactory(link__post__workspace=acme_token.workspace, workspace=acme_token.workspace)
+    for n in range(3):
+        body = {"event": "lead", "click_id": click.click_id, "customer": {"email": f"p{n}@example.com"}}
+        assert api.post("/api/v1/conversions", body, token=acme_token).status_code == 201
+    [(statement, runs)] = prepared("INSERT INTO conversions_conversionevent")
+    assert "$1" in statement  # parameters bound server-side
+    assert runs - before.get(statement, 0) == 3  # one prepared statement, run three times
+    assert any("SELECT TRUE, id" in sql for sql, _ in prepared("WITH created AS (INSERT INTO customers_customer"))
+    assert prepared("SELECT t.id, t.workspace_id")  # the token lookup
+
+
+@requires_postgres
+def test_django_own_queries_are_not_prepared():
+    for _ in range(6):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 'not prepared', %s", [1])
+    assert prepared("SELECT 'not prepared'") == []
+
+
+@requires_postgres
+@override_settings(DB_PREPARED_STATEMENTS=False)
+def test_preparing_can_be_switched_off_for_poolers():
+    with prepared_cursor() as cursor:
+        cursor.execute("SELECT 'switched off', %s", [1])
+        assert cursor.fetchone() == ("switched off", 1)
+    assert prepared("SELECT 'switched off'") == []
+
+
+def test_prepared_cursor_is_a_django_cursor_on_any_database():
+    with prepared_cursor() as cursor:
+        cursor.execute("SELECT %s + %s", [2, 3])
+        assert cursor.fetchone() == (5,)

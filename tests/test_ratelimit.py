@@ -1,0 +1,107 @@
+"""lftrack.ratelimit: the client address behind N trusted proxies, and the counters on the cache."""
+import socket
+
+import pytest
+import time_machine
+from django.test import RequestFactory, override_settings
+
+from django_ratelimit.core import get_usage
+
+from lftrack.errors import RateLimited
+from lftrack.ratelimit import Limit, client_ip, ip_key, limits_enforce
+
+
+@pytest.fixture(autouse=True)
+def frozen_clock():
+    """Counters live in fixed windows: a test straddling a window's end would see its count reset."""
+    with time_machine.travel("2026-03-01 12:00:00+00:00", tick=False):
+        yield
+
+
+def request(remote="192.0.2.10", forwarded=None):
+    extra = {"HTTP_X_FORWARDED_FOR": forwarded} if forwarded is not None else {}
+    return RequestFactory().post("/api/v1/conversions", REMOTE_ADDR=remote, **extra)
+
+
+@pytest.mark.parametrize(
+    "proxies, remote, forwarded, expected",
+    [
+        # No proxy: the socket's address, whatever the client claims.
+        (0, "203.0.113.5", None, "203.0.113.5"),
+        (0, "203.0.113.5", "6.6.6.6", "203.0.113.5"),
+        # One proxy: the address it appended, the last one.
+        (1, "10.0.0.2", "198.51.100.4", "198.51.100.4"),
+        (1, "10.0.0.2", "6.6.6.6, 198.51.100.4", "198.51.100.4"),
+        (1, "10.0.0.2", " 6.6.6.6 ,198.51.100.4 ", "198.51.100.4"),
+        # Two proxies: the outer one appended the client, the inner one appended the outer proxy.
+        (2, "10.0.0.3", "198.51.100.4, 10.0.0.2", "198.51.100.4"),
+        (2, "10.0.0.3", "6.6.6.6, 7.7.7.7, 198.51.100.4, 10.0.0.2", "198.51.100.4"),
+        # Fewer entries than trusted proxies (a request that bypassed one): fall back to the socket.
+        (2, "10.0.0.3", "198.51.100.4", "10.0.0.3"),
+        (1, "10.0.0.2", None, "10.0.0.2"),
+        (1, "10.0.0.2", "", "10.0.0.2"),
+        (1, "10.0.0.2", " , ", "10.0.0.2"),
+    ],
+)
+def test_client_ip_trusts_only_what_our_proxies_wrote(proxies, remote, forwarded, expected):
+    with override_settings(TRUSTED_PROXY_COUNT=proxies):
+        assert client_ip(request(remote, forwarded)) == expected
+
+
+LIMITS = (Limit("test-ip", ip_key, "RATELIMIT_TEST_IP"),)
+
+
+@override_settings(RATELIMIT_TEST_IP="2/m")
+def test_limits_count_per_key_and_report_what_is_left():
+    assert limits_enforce(request("198.51.100.1"), LIMITS) == (2, 1)
+    assert limits_enforce(request("198.51.100.1"), LIMITS) == (2, 0)
+    with pytest.raises(RateLimited) as refused:
+        limits_enforce(request("198.51.100.1"), LIMITS)
+    assert refused.value.headers()["X-RateLimit-Remaining"] == "0"
+    assert 1 <= refused.value.retry_after <= 60
+    assert limits_enforce(request("198.51.100.2"), LIMITS) == (2, 1)
+
+
+@override_settings(RATELIMIT_TEST_IP="2/m", RATELIMIT_ENABLE=False)
+def test_limits_can_be_switched_off():
+    for _ in range(5):
+        assert limits_enforce(request(), LIMITS) is None
+
+
+@override_settings(RATELIMIT_TEST_IP="5/m")
+def test_counters_are_django_ratelimits_own():
+    """On Redis the counting runs as one script; the counters stay those django-ratelimit reads."""
+    limits_enforce(request("198.51.100.3"), LIMITS)
+    limits_enforce(request("198.51.100.3"), LIMITS)
+    usage = get_usage(request("198.51.100.3"), group="test-ip", key=ip_key, rate="5/m", increment=False)
+    assert (usage["count"], usage["limit"], usage["should_limit"]) == (2, 5, False)
+
+
+@pytest.fixture
+def hung_redis():
+    """A port that accepts connections and never answers, like a Redis stuck on a full disk."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    server.close()
+
+
+def test_a_hung_redis_fails_open_after_its_timeout(hung_redis, caplog):
+    caches_setting = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": hung_redis,
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+        }
+    }
+    with override_settings(CACHES=caches_setting, RATELIMIT_TEST_IP="1/m"):
+        assert limits_enforce(request(), LIMITS) is None
+        assert limits_enforce(request(), LIMITS) is None  # over the limit, had it been counted
+    assert "rate limits not enforced: cache unavailable (TimeoutError)" in caplog.text
+
+
+def test_redis_settings_bound_every_cache_call(settings):
+    if "Redis" not in settings.CACHES["default"]["BACKEND"]:
+        pytest.skip("REDIS_URL is not set")  # pragma: no cover - the PostgreSQL + Redis run covers it
+    assert settings.CACHES["default"]["OPTIONS"] == {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}
