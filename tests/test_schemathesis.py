@@ -32,7 +32,7 @@ from tests.factories import (
 
 # Bounded for CI on 2 cores: a fixed number of generated requests per operation and generation mode,
 # always the same ones (derandomized), beside schemathesis' examples and coverage (boundary) cases:
-# about 40 s on PostgreSQL. FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 digs deeper by hand.
+# about 25 s on PostgreSQL. FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 digs deeper by hand.
 MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES") or 200)
 DERANDOMIZE = not os.environ.get("FUZZ_RANDOM")
 SHOP = "https://shop.acme.example"
