@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark POST /api/v1/conversions: gunicorn + PostgreSQL + Redis on this machine, driven by wrk.
+# Benchmark POST /api/v1/conversions (or, with BENCH_ENDPOINT=campaign_leads, POST
+# /api/v1/campaigns/bench/leads): gunicorn + PostgreSQL + Redis on this machine, driven by wrk.
 #
 #   bash bench/conversions.sh
 #
@@ -39,6 +40,9 @@ export DEBUG=0 ALLOWED_HOSTS=127.0.0.1 LOG_LEVEL=WARNING CONN_MAX_AGE=600
 # Limits raised for the run, not switched off: every request still counts on Redis.
 export RATELIMIT_CONVERSIONS_TOKEN=${BENCH_RATELIMIT_TOKEN:-10000000/m}
 export RATELIMIT_CONVERSIONS_IP=${BENCH_RATELIMIT_IP:-10000000/m}
+export RATELIMIT_CAMPAIGN_LEADS_TOKEN=${BENCH_RATELIMIT_TOKEN:-10000000/m}
+# The wrk script: bench/conversions.lua or bench/campaign_leads.lua.
+SCRIPT=bench/${BENCH_ENDPOINT:-conversions}.lua
 
 GUNICORN_PID=""
 cleanup() {
@@ -47,14 +51,18 @@ cleanup() {
     wait "$GUNICORN_PID" 2>/dev/null || true
   fi
   rm -f "$SEED"
-  if [ -z "${BENCH_KEEP_DB:-}" ]; then
+  if [ -z "${BENCH_KEEP_DB:-}${BENCH_REUSE_DB:-}" ]; then
     psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
 
-psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null
-psql "$PG_URL/postgres" -qc "CREATE DATABASE $BENCH_DB" >/dev/null
+# BENCH_REUSE_DB=1 runs against an existing database as it is (e.g. BENCH_DB=lftrack_growth, grown
+# by bench/seed_growth.sh), adding only this run's own workspace, clicks and customers.
+if [ -z "${BENCH_REUSE_DB:-}" ]; then
+  psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null
+  psql "$PG_URL/postgres" -qc "CREATE DATABASE $BENCH_DB" >/dev/null
+fi
 $PY manage.py migrate --noinput >/dev/null
 $PY bench/seed.py "$SEED" "${BENCH_CLICKS:-20000}" "${BENCH_CUSTOMERS:-5000}"
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
@@ -70,7 +78,7 @@ curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null || { echo "bench: gunicorn 
 
 echo "bench: gunicorn $WORKERS workers x $THREADS threads; warm-up ${WARMUP}s, then wrk -t2 -c16 -d${SECONDS_RUN}s"
 echo "bench: load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
-BENCH_SEED="$SEED" wrk -t2 -c16 -d"${WARMUP}s" -s bench/conversions.lua "http://127.0.0.1:$PORT" >/dev/null
+BENCH_SEED="$SEED" wrk -t2 -c16 -d"${WARMUP}s" -s "$SCRIPT" "http://127.0.0.1:$PORT" >/dev/null
 
 # CPU seconds (user + system) used so far by the gunicorn workers and by this database's backends:
 # the run's CPU per request, which other load on the machine disturbs far less than req/s.
@@ -80,7 +88,7 @@ WORKER_PIDS=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
 PG_PIDS=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
 TICKS=$(getconf CLK_TCK)
 W0=$(cpu_of $WORKER_PIDS); P0=$(cpu_of $PG_PIDS); S0=$(sys_of $WORKER_PIDS)
-WRK_OUT=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/conversions.lua "http://127.0.0.1:$PORT")
+WRK_OUT=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s "$SCRIPT" "http://127.0.0.1:$PORT")
 W1=$(cpu_of $WORKER_PIDS); P1=$(cpu_of $PG_PIDS); S1=$(sys_of $WORKER_PIDS)
 echo "$WRK_OUT" | grep -v '^RESULT'
 RESULT=$(echo "$WRK_OUT" | grep '^RESULT')

@@ -17,6 +17,7 @@ django.setup()
 
 from django.db import transaction  # noqa: E402
 
+from campaigns.services import campaign_create, campaign_email_add  # noqa: E402
 from clicks.models import Click  # noqa: E402
 from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
@@ -28,12 +29,16 @@ def main() -> None:
     clicks = int(sys.argv[2]) if len(sys.argv) > 2 else 20_000
     customers = int(sys.argv[3]) if len(sys.argv) > 3 else 5_000
     with transaction.atomic():
-        workspace = workspace_create(slug="bench", name="Benchmark")
+        # A fresh workspace per run, so runs can share a database (BENCH_REUSE_DB, the growth runs).
+        workspace = workspace_create(slug=f"bench-{secrets.token_hex(4)}", name="Benchmark")
         token = api_token_create(workspace=workspace, name="bench").secret
         link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
         rows = Click.objects.bulk_create(
             [Click(workspace=workspace, link=link) for _ in range(clicks)], batch_size=5_000
         )
+        # For BENCH_ENDPOINT=campaign_leads: a live one-step sequence, so every enrollment is scheduled.
+        campaign = campaign_create(workspace=workspace, slug="bench", name="Benchmark")
+        campaign_email_add(campaign=campaign, subject="Hi {{ name }}", body="Welcome.", delay_minutes=60)
         Customer.objects.bulk_create(
             [
                 Customer(workspace=workspace, email=f"seeded-{i}@example.com", name=f"Seeded {i}", source="api")

@@ -1,8 +1,17 @@
 -- Grows a migrated lftrack database to production size, inside PostgreSQL (no ORM row by row):
--- 1,000,000 customers, 5,000,000 clicks and conversion events, a campaign with 500,000 enrollments.
+-- by default 1,000,000 customers, 5,000,000 clicks and conversion events, 500,000 enrollments.
 -- Run by bench/seed_growth.sh; idempotent per workspace slug "growth".
 \set ON_ERROR_STOP on
 \timing on
+-- Sizes: psql -v customers=N -v events=M (the small baseline uses 10000 and 50000).
+\if :{?customers}
+\else
+  \set customers 1000000
+\endif
+\if :{?events}
+\else
+  \set events 5000000
+\endif
 BEGIN;
 INSERT INTO workspaces_workspace (name, slug, tracking_key, allowed_origins, created_at)
 VALUES ('Growth', 'growth', 'pk_growth_' || md5(random()::text), '', now())
@@ -29,7 +38,7 @@ BEGIN;
 INSERT INTO customers_customer (workspace_id, email, name, avatar_url, external_id, source, created_at, updated_at)
 SELECT :ws, 'person' || g || '@growth.example', 'Person ' || g, '', 'ext_' || g,
        (ARRAY['api', 'pixel', 'manual'])[1 + g % 3], now() - g * interval '1 second', now()
-FROM generate_series(1, 1000000) g
+FROM generate_series(1, :customers) g
 ON CONFLICT DO NOTHING;
 COMMIT;
 
@@ -41,12 +50,12 @@ SELECT min(id) AS first_customer FROM customers_customer WHERE workspace_id = :w
 
 INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer)
 SELECT :ws, l.id, md5(g::text || random()::text), now() - (g % 2592000) * interval '1 second', 'growth-seed', ''
-FROM generate_series(1, 5000000) g JOIN growth_links l ON l.n = 1 + g % :nlinks;
+FROM generate_series(1, :events) g JOIN growth_links l ON l.n = 1 + g % :nlinks;
 
 -- One event per click: two leads for every sale, spread over 1,000,000 customers and 30 days.
 INSERT INTO conversions_conversionevent
     (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel)
-SELECT c.workspace_id, c.id, c.link_id, :first_customer + (c.id % 1000000),
+SELECT c.workspace_id, c.id, c.link_id, :first_customer + (c.id % :customers),
        CASE WHEN c.id % 3 = 0 THEN 'sale' ELSE 'lead' END,
        CASE WHEN c.id % 3 = 0 THEN 100 * (c.id % 500) END,
        'growth', '{}'::jsonb, c.created_at, 'api'
@@ -57,7 +66,7 @@ INSERT INTO campaigns_enrollment
     (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position, next_send_at)
 SELECT :ws, :camp, id, (ARRAY['active', 'active', 'stopped', 'completed'])[1 + id % 4],
        created_at, 0, CASE WHEN id % 4 < 2 THEN now() + (id % 86400) * interval '1 second' END
-FROM customers_customer WHERE workspace_id = :ws AND id < :first_customer + 500000
+FROM customers_customer WHERE workspace_id = :ws AND id < :first_customer + :customers / 2
 ON CONFLICT DO NOTHING;
 INSERT INTO campaigns_campaignlead (workspace_id, campaign_id, customer_id, enrollment_id, outcome, channel, created_at)
 SELECT :ws, :camp, customer_id, id, 'created', 'api', enrolled_at FROM campaigns_enrollment WHERE campaign_id = :camp
