@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # make run always uses the embedded SQLite database and DEBUG, whatever the shell exports.
 RUN_ENV := DEBUG=1 DATABASE_URL=sqlite:///$(CURDIR)/db.sqlite3
 
-.PHONY: run test install clean
+.PHONY: run test install clean openapi
 
 install: $(STAMP)
 
@@ -24,6 +24,10 @@ run: $(STAMP)
 # With DATABASE_URL set the suite runs on PostgreSQL; without it, on SQLite.
 test: $(STAMP)
 	$(PY) -m pytest
+
+# Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
+openapi: $(STAMP)
+	DEBUG=1 $(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/openapi.json
 
 clean:
 	rm -rf $(VENV) db.sqlite3

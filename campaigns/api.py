@@ -1,11 +1,13 @@
 """POST /api/v1/campaigns/<slug>/leads (SPEC 4.2) and POST /api/v1/email-events (bounces and complaints)."""
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
 from campaigns.complaints import EVENT_TYPES, email_event_record
-from campaigns.models import Enrollment
+from campaigns.models import Enrollment, Suppression
 from campaigns.services import LeadOutcome, LeadResult, campaign_get, campaign_lead_add
 from lftrack.api import StrictCharField, StrictChoiceField, StrictEmailField, iso_utc, optional, parse, request_json
+from lftrack.openapi import error_responses, string_messages
 from lftrack.ratelimit import Limit, rate_limit, token_key
 
 # Every request counts, whatever its outcome (CONTRACT.md section 3).
@@ -17,6 +19,29 @@ class CampaignLeadInput(serializers.Serializer):
     email = StrictEmailField(allow_blank=False)  # missing, null or "": "email is required"
     name = StrictCharField(max_length=200, required=False, allow_null=True)
     external_id = StrictCharField(max_length=255, required=False, allow_null=True)
+
+
+class EnrollmentOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=Enrollment.State.choices)
+    enrolled_at = serializers.DateTimeField()
+    next_send_at = serializers.DateTimeField(allow_null=True, help_text="Null while the campaign has no active email.")
+
+
+class ContactOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.CharField()
+    name = serializers.CharField(allow_null=True)
+    external_id = serializers.CharField(allow_null=True)
+
+
+@extend_schema_serializer(component_name="CampaignLead")
+class CampaignLeadOut(serializers.Serializer):
+    """What `lead_out` builds: the outcome, the contact, and the enrollment (null when suppressed)."""
+
+    outcome = serializers.ChoiceField(choices=LeadOutcome.choices)
+    contact = ContactOut()
+    enrollment = EnrollmentOut(allow_null=True)
 
 
 def enrollment_out(enrollment: Enrollment) -> dict:
@@ -43,6 +68,53 @@ def lead_out(result: LeadResult) -> dict:
 
 
 class CampaignLeadViewSet(viewsets.ViewSet):
+    @extend_schema(
+        operation_id="campaign_lead_create",
+        summary="Enroll a contact in a campaign's sequence",
+        description="For a person with no click to credit. The contact is matched by email (case-insensitively) and "
+        "a sent `name` replaces the stored one. Idempotent: the same email again answers `already_enrolled`. "
+        "Limit: 120 requests a minute per token, whatever their outcome.",
+        tags=["campaigns"],
+        request=CampaignLeadInput,
+        responses={
+            201: OpenApiResponse(CampaignLeadOut, description="`created` (a new contact) or `reused` (a known contact "
+                                 "enrolled, or a stopped enrollment resumed)."),
+            200: OpenApiResponse(CampaignLeadOut, description="`already_enrolled` (enrollment untouched; name and "
+                                 "external_id still applied) or `suppressed` (nothing enrolled, `enrollment` null)."),
+            **error_responses(
+                400, 401, 404, 413, 415, 422, 429, 500,
+                e404=["unknown campaign"],
+                e422=["email is required", "invalid email", *string_messages("email", "name", "external_id")],
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "A new contact",
+                request_only=True,
+                value={"email": "ada@example.com", "name": "Ada Lovelace", "external_id": "user_42"},
+            ),
+            OpenApiExample("Created", response_only=True, status_codes=[201], value={
+                    "outcome": "created",
+                    "contact": {"id": 12, "email": "ada@example.com", "name": "Ada Lovelace", "external_id": "user_42"},
+                    "enrollment": {
+                        "id": 5,
+                        "state": "active",
+                        "enrolled_at": "2026-11-21T22:53:54.057780Z",
+                        "next_send_at": "2026-11-21T23:53:54.057780Z",
+                    },
+                }),
+            OpenApiExample(
+                "Suppressed",
+                response_only=True,
+                status_codes=[200],
+                value={
+                    "outcome": "suppressed",
+                    "contact": {"id": 12, "email": "ada@example.com", "name": "Ada Lovelace", "external_id": None},
+                    "enrollment": None,
+                },
+            ),
+        ],
+    )
     @rate_limit(LEADS_PER_TOKEN)
     def create(self, request, slug: str) -> Response:
         data = parse(CampaignLeadInput, request_json(request))
@@ -65,9 +137,42 @@ class EmailEventInput(serializers.Serializer):
     email = StrictEmailField(allow_blank=False)  # missing, null or "": "email is required"
 
 
+@extend_schema_serializer(component_name="EmailEvent")
+class EmailEventOut(serializers.Serializer):
+    """The address as now on the suppression list; `reason` is the first one it was suppressed for."""
+
+    email = serializers.CharField()
+    reason = serializers.ChoiceField(choices=Suppression.Reason.choices)
+    suppressed = serializers.BooleanField()
+
+
 class EmailEventViewSet(viewsets.ViewSet):
     """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
 
+    @extend_schema(
+        operation_id="email_event_create",
+        summary="Report a bounce or a complaint",
+        description="A `bounce` suppresses the address as `bounced`; a `complaint` as `complained`, marks the latest "
+        "email sent to it and may pause its campaign. Either stops the address's active enrollments. Idempotent.",
+        tags=["email events"],
+        request=EmailEventInput,
+        responses={
+            200: OpenApiResponse(EmailEventOut, description="The address is suppressed."),
+            **error_responses(
+                400, 401, 413, 415, 422, 500,
+                e422=["invalid type", "email is required", "invalid email", *string_messages("email")],
+            ),
+        },
+        examples=[
+            OpenApiExample("A complaint", request_only=True, value={"type": "complaint", "email": "ada@example.com"}),
+            OpenApiExample(
+                "Suppressed",
+                response_only=True,
+                status_codes=[200],
+                value={"email": "ada@example.com", "reason": "complained", "suppressed": True},
+            ),
+        ],
+    )
     def create(self, request) -> Response:
         data = parse(EmailEventInput, request_json(request))
         suppression = email_event_record(workspace=request.auth.workspace, event_type=data["type"], email=data["email"])

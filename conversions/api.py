@@ -1,12 +1,22 @@
 """POST /api/v1/conversions (SPEC 4.1) and the pixel's POST /api/v1/browser/conversions (CONTRACT 7)."""
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
 from conversions.models import ConversionEvent
 from conversions.services import (
+    IDEMPOTENCY_KEY_MAX,
+    IDEMPOTENCY_TTL,
     Answer,
     conversion_record,
     idempotency_key_check,
@@ -15,6 +25,7 @@ from conversions.services import (
 )
 from customers.models import Customer
 from lftrack.api import (
+    BIGINT_MAX,
     JSONObjectField,
     JSONObjectParser,
     PlainTextJSONParser,
@@ -30,13 +41,29 @@ from lftrack.api import (
 )
 from lftrack.auth import HasTrackingKey, TrackingKeyAuthentication
 from lftrack.errors import Forbidden
+from lftrack.openapi import error_response_object, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
 
 
+@extend_schema_field(
+    {
+        "type": "integer",
+        "format": "int64",
+        "minimum": 0,
+        "maximum": BIGINT_MAX,
+        "description": "A sale's value in the smallest currency unit (49000 is 490.00). Ignored on a lead, whatever it holds.",
+    }
+)
+class ValueCentsField(serializers.JSONField):
+    """Taken as sent: `ConversionInput.validate` checks it on a sale only (CONTRACT.md section 3)."""
+
+
 class CustomerInput(serializers.Serializer):
+    """The customer the event belongs to: a non-empty `email` or `external_id` (or both) is required."""
+
     external_id = StrictCharField(max_length=255, required=False, allow_null=True)
     email = StrictEmailField(required=False, allow_null=True)
     name = StrictCharField(max_length=200, required=False, allow_null=True)
@@ -53,7 +80,7 @@ class ConversionInput(serializers.Serializer):
     event = StrictChoiceField(choices=["lead", "sale"], error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"})
     click_id = StrictCharField(max_length=64, allow_blank=False, error_messages={"required": "click_id is required", "blank": "click_id is required", "null": "click_id is required"})
     # Validated only for sales: on a lead it is ignored, whatever it holds (CONTRACT.md section 3).
-    value_cents = serializers.JSONField(required=False, allow_null=True)
+    value_cents = ValueCentsField(required=False, allow_null=True)
     event_name = StrictCharField(max_length=255, required=False, allow_null=True)
     customer = CustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
     meta = JSONObjectField(max_bytes=16 * 1024, required=False, allow_null=True)
@@ -71,6 +98,23 @@ _strict_value_cents = StrictIntegerField(error_messages={"invalid": VALUE_CENTS_
 _strict_value_cents.bind("value_cents", None)
 
 
+class ConversionCustomerOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField(allow_null=True)
+
+
+@extend_schema_serializer(component_name="Conversion")
+class ConversionOut(serializers.Serializer):
+    """The stored event, as `conversion_out` builds it (SPEC 2.2); `customer` is null when none was sent."""
+
+    id = serializers.IntegerField()
+    event = serializers.ChoiceField(choices=["lead", "sale"])
+    click_id = serializers.CharField()
+    link_id = serializers.IntegerField()
+    customer = ConversionCustomerOut(allow_null=True)
+    occurred_at = serializers.DateTimeField()
+
+
 def conversion_out(conversion: ConversionEvent, click_id: str) -> dict:
     customer = conversion.customer
     return {
@@ -83,7 +127,83 @@ def conversion_out(conversion: ConversionEvent, click_id: str) -> dict:
     }
 
 
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX, "pattern": "^[ -~]+$"},
+    OpenApiParameter.HEADER,
+    description="1 to 255 printable ASCII characters naming this request, e.g. a UUID. Within "
+    f"{IDEMPOTENCY_TTL.total_seconds() / 3600:.0f} hours, a retry with the same key and the same body gets "
+    "the first answer back (`Idempotent-Replayed: true`) and stores nothing; the same key with another body "
+    "is 422. Only stored answers replay: after an error, correct the request and retry with the same key.",
+)
+IDEMPOTENCY_KEY_LONG = "Idempotency-Key is too long"
+IDEMPOTENCY_KEY_INVALID = "Idempotency-Key must be 1 to 255 printable ASCII characters"
+IDEMPOTENCY_KEY_REUSED = "idempotency key reused with a different body"
+CONVERSION_ERRORS = [
+    "invalid event",
+    "click_id is required",
+    "unknown click_id",
+    VALUE_CENTS_ERROR,
+    "customer must be an object",
+    "customer needs email or external_id",
+    "invalid email",
+    "avatar_url must be an http or https URL",
+    "meta must be an object",
+    "meta is too long",
+    IDEMPOTENCY_KEY_LONG,
+    IDEMPOTENCY_KEY_INVALID,
+    IDEMPOTENCY_KEY_REUSED,
+    *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url"),
+]
+
+
 class ConversionViewSet(viewsets.ViewSet):
+    @extend_schema(
+        operation_id="conversion_create",
+        summary="Record a lead or a sale against a click",
+        description="Stores the event against the click's link (and so its post), matches or creates the customer "
+        "(SPEC 2.3) and enrolls them in the post's campaign, if any. Limits: 1,000 requests a minute per token "
+        "and 600 per client address.",
+        tags=["conversions"],
+        request=ConversionInput,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={
+            201: OpenApiResponse(
+                ConversionOut,
+                description="Stored; or, with `Idempotent-Replayed: true`, the answer first given to this "
+                "`Idempotency-Key`, nothing stored again.",
+            ),
+            **error_responses(400, 401, 413, 415, 422, 429, 500, e422=CONVERSION_ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "A sale with its customer",
+                request_only=True,
+                value={
+                    "event": "sale",
+                    "click_id": "3q2-7wEvRm0gq8TzLh1YXw",
+                    "value_cents": 49000,
+                    "event_name": "Annual plan",
+                    "customer": {"email": "ada@example.com", "external_id": "user_42", "name": "Ada Lovelace"},
+                    "meta": {"order_id": "A-1001"},
+                },
+            ),
+            OpenApiExample("A lead", request_only=True, value={"event": "lead", "click_id": "3q2-7wEvRm0gq8TzLh1YXw"}),
+            OpenApiExample(
+                "Stored",
+                response_only=True,
+                status_codes=[201],
+                value={
+                    "id": 1,
+                    "event": "sale",
+                    "click_id": "3q2-7wEvRm0gq8TzLh1YXw",
+                    "link_id": 7,
+                    "customer": {"id": 12, "external_id": "user_42"},
+                    "occurred_at": "2026-11-21T22:53:54.057780Z",
+                },
+            ),
+        ],
+    )
     @rate_limit(
         Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
         Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
@@ -126,6 +246,25 @@ class BrowserConversionInput(serializers.Serializer):
     customer = BrowserCustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
 
 
+class BrowserConversionRequest(BrowserConversionInput):
+    """The body as the pixel sends it: the input plus the tracking key, which TrackingKeyAuthentication reads."""
+
+    key = serializers.CharField(
+        required=False, max_length=64, help_text="The workspace's public tracking key, when no X-Tracking-Key header is sent."
+    )
+
+
+@extend_schema_serializer(component_name="BrowserConversion")
+class BrowserConversionOut(serializers.Serializer):
+    """The stored lead, without customer data: the key is public."""
+
+    id = serializers.IntegerField()
+    event = serializers.ChoiceField(choices=["lead"])
+    click_id = serializers.CharField()
+    link_id = serializers.IntegerField()
+    occurred_at = serializers.DateTimeField()
+
+
 def browser_conversion_out(conversion: ConversionEvent, click_id: str) -> dict:
     """No customer data: anyone holding the public key would read it back."""
     return {
@@ -143,6 +282,15 @@ def workspace_key(group: str, request) -> str:
 
 BROWSER_IP = Limit("browser-ip", ip_key, "RATELIMIT_BROWSER_IP")
 BROWSER_KEY = Limit("browser-key", workspace_key, "RATELIMIT_BROWSER_KEY")
+BROWSER_ERRORS = [
+    "invalid event",
+    "click_id is required",
+    "unknown click_id",
+    "customer must be an object",
+    "email is required",
+    "invalid email",
+    *string_messages("click_id", "email", "name"),
+]
 PREFLIGHT_HEADERS = {
     "Access-Control-Allow-Methods": "POST, OPTIONS",
     "Access-Control-Allow-Headers": "Content-Type, X-Tracking-Key",
@@ -159,6 +307,48 @@ class BrowserConversionViewSet(viewsets.ViewSet):
 
     authentication_classes = [TrackingKeyAuthentication]
     permission_classes = [HasTrackingKey]
+    # drf-spectacular never inspects OPTIONS; lftrack.openapi.postprocess adds this description of `options()`.
+    openapi_extra_operations = {
+        "options": {
+            "operationId": "browser_conversion_preflight",
+            "summary": "CORS preflight",
+            "description": "What a browser sends before a cross-origin POST of JSON or with an X-Tracking-Key header. "
+            "It names no key, so it is granted (the Access-Control-Allow-* headers) to an origin that some "
+            "workspace allows, and answered without them otherwise; the POST is then held to its own workspace's "
+            "origins. Counts toward the limit per client address.",
+            "tags": ["pixel"],
+            "security": [],
+            "parameters": [
+                {"in": "header", "name": "Origin", "required": False, "schema": {"type": "string"},
+                 "description": "The page's origin, e.g. `https://shop.example`."},
+                {"in": "header", "name": "Access-Control-Request-Method", "required": False, "schema": {"type": "string"}},
+                {"in": "header", "name": "Access-Control-Request-Headers", "required": False, "schema": {"type": "string"}},
+            ],
+            "responses": {
+                "204": {
+                    "description": "No content; the grant is in the headers.",
+                    "headers": {
+                        "Allow": {"schema": {"type": "string", "enum": ["POST, OPTIONS"]}},
+                        **{
+                            name: {"schema": {"type": "string", "enum": [value]}}
+                            for name, value in PREFLIGHT_HEADERS.items()
+                            if name != "Access-Control-Max-Age"
+                        },
+                        "Access-Control-Max-Age": {
+                            "description": "Seconds a browser may keep the grant.",
+                            "schema": {"type": "integer", "enum": [int(PREFLIGHT_HEADERS["Access-Control-Max-Age"])]},
+                        },
+                        "Access-Control-Allow-Origin": {"$ref": "#/components/headers/Access-Control-Allow-Origin"},
+                        "Vary": {"$ref": "#/components/headers/Vary"},
+                    },
+                },
+                "400": error_response_object(400, ["bad request"]),
+                "413": error_response_object(413),
+                "429": error_response_object(429),
+                "500": error_response_object(500),
+            },
+        }
+    }
     parser_classes = [JSONObjectParser, PlainTextJSONParser]
     workspace = None
     usage = None
@@ -179,6 +369,46 @@ class BrowserConversionViewSet(viewsets.ViewSet):
         if per_key is not None and (self.usage is None or per_key[1] < self.usage[1]):
             self.usage = per_key
 
+    @extend_schema(
+        operation_id="browser_conversion_create",
+        summary="Record a lead from the pixel",
+        description="Called by `lf.js`, not meant to be called directly. Leads only. A request carrying `Origin` "
+        "must come from one of the workspace's allowed origins (403 otherwise), which then may read the answer "
+        "(`Access-Control-Allow-Origin`). The body may be sent as `text/plain` holding JSON, as "
+        "`navigator.sendBeacon` does. With a customer email it creates or matches a contact and fills blanks; it "
+        "never moves an external_id nor overwrites anything. Limits: 600 requests a minute per client address "
+        "(every request counts, preflights and wrong keys too) and 6,000 per tracking key.",
+        tags=["pixel"],
+        request={"application/json": BrowserConversionRequest, "text/plain": BrowserConversionRequest},
+        responses={
+            201: OpenApiResponse(BrowserConversionOut, description="Stored."),
+            **error_responses(400, 401, 403, 413, 415, 422, 429, 500, e403=["origin not allowed"], e422=BROWSER_ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "A signup",
+                request_only=True,
+                value={
+                    "key": "pk_Tq3bS0xWz2h5nE8rVb1yQk9P",
+                    "event": "lead",
+                    "click_id": "3q2-7wEvRm0gq8TzLh1YXw",
+                    "customer": {"email": "ada@example.com", "name": "Ada Lovelace"},
+                },
+            ),
+            OpenApiExample(
+                "Stored",
+                response_only=True,
+                status_codes=[201],
+                value={
+                    "id": 2,
+                    "event": "lead",
+                    "click_id": "3q2-7wEvRm0gq8TzLh1YXw",
+                    "link_id": 7,
+                    "occurred_at": "2026-11-21T22:53:54.057780Z",
+                },
+            ),
+        ],
+    )
     def create(self, request) -> Response:
         data = parse(BrowserConversionInput, request_json(request))
         customer = data.get("customer")

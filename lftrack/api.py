@@ -21,20 +21,26 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+# RFC 8259 section 9 lets a parser limit nesting. A deeper document would pass json.loads but overflow
+# the recursion of the encoders that run later, deeper in the stack (meta's size check, the jsonb
+# adapter): a 500 instead of a 400.
+MAX_JSON_DEPTH = 100
+
+
 def _storable(value: Any) -> bool:
-    """True when every string in the document can be stored as PostgreSQL text/jsonb."""
-    stack = [value]
+    """True when the document nests at most MAX_JSON_DEPTH deep and every string can be stored as PostgreSQL text/jsonb."""
+    stack = [(value, 1)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
             # NUL is refused by PostgreSQL text and jsonb; lone surrogates cannot be encoded as UTF-8.
             if "\x00" in item or not item.isascii() and _has_surrogate(item):
                 return False
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+        elif isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                return False
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
         elif isinstance(item, float) and not math.isfinite(item):
             return False
     return True

@@ -1,4 +1,4 @@
-"""URL map: the tracked-link redirect, unsubscribe links, the pixel's script, the v1 API router, health, the admin and the demo."""
+"""URL map: the tracked-link redirect, unsubscribe links, the pixel's script, the v1 API router and its OpenAPI, health, the admin and the demo."""
 from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
@@ -9,6 +9,7 @@ from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
+from lftrack.openapi import OpenApiView
 from lftrack.views import healthz
 
 router = SimpleRouter(trailing_slash=False)
@@ -24,6 +25,7 @@ urlpatterns = [
     path("u/<str:token>", unsubscribe, name="unsubscribe"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("healthz", healthz, name="healthz"),
+    path("api/v1/openapi.json", OpenApiView.as_view(), name="openapi"),
     path("api/v1/", include(router.urls)),
     path("admin/", admin.site.urls),
     # 404 unless DEBUG is on (conversions/demo.py).

@@ -17,6 +17,35 @@ def test_unparseable_or_non_object_bodies_are_400(api, acme_token, raw):
     assert_api_error(api.post(URL, raw=raw, token=acme_token), 400, "invalid JSON")
 
 
+def nested(depth: int) -> dict:
+    """A JSON object nested `depth` deep, top level included."""
+    document: dict = {}
+    for _ in range(depth - 1):
+        document = {"a": document}
+    return document
+
+
+def test_meta_nested_too_deep_for_the_encoders_is_400_not_500(api, acme_token):
+    from conversions.models import ConversionEvent
+
+    click = ClickFactory(link__post__workspace=acme_token.workspace)
+    # 900 levels parse, but used to overflow Python's recursion when meta's size was measured: a 500.
+    for depth in (102, 900):
+        body = {"event": "lead", "click_id": click.click_id, "meta": nested(depth - 1)}
+        assert_api_error(api.post(URL, body, token=acme_token), 400, "invalid JSON")
+    assert not ConversionEvent.objects.exists()
+
+
+def test_meta_nested_100_deep_is_stored(api, acme_token):
+    from conversions.models import ConversionEvent
+
+    click = ClickFactory(link__post__workspace=acme_token.workspace)
+    meta = nested(99)  # the body is level 1
+    resp = api.post(URL, {"event": "lead", "click_id": click.click_id, "meta": meta}, token=acme_token)
+    assert resp.status_code == 201, resp.content
+    assert ConversionEvent.objects.get().meta == meta
+
+
 def test_invalid_utf8_is_400(api, acme_token):
     assert_api_error(api.post(URL, raw=b'{"event": "\xff"}', token=acme_token), 400, "invalid JSON")
 
@@ -74,6 +103,19 @@ def test_errors_outside_the_api_stay_html(client, db):
 def test_nul_in_the_url_is_refused(api, acme_token, client):
     assert_api_error(api.get("/api/v1/conversions?x=%00", token=acme_token), 400, "bad request")
     assert client.get("/admin/?q=%00").status_code == 400
+
+
+@pytest.mark.parametrize(
+    "method,path,header",
+    [
+        ("post", "/api/v1/browser/conversions", "HTTP_X_TRACKING_KEY"),  # a key lookup: was a 500 on PostgreSQL
+        ("options", "/api/v1/browser/conversions", "HTTP_ORIGIN"),  # the preflight's origin lookup: the same
+        ("post", URL, "HTTP_IDEMPOTENCY_KEY"),
+    ],
+)
+def test_nul_in_a_header_is_refused(api, acme, method, path, header):
+    resp = getattr(api, method)(path, **{header: "pk_\x00abc"})
+    assert_api_error(resp, 400, "bad request")
 
 
 def test_malformed_content_length_is_400(api, acme_token):

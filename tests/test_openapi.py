@@ -1,0 +1,313 @@
+"""OpenAPI: docs/openapi.json is what the code generates, it is served, and live answers of every operation conform."""
+import difflib
+import json
+from pathlib import Path
+
+import pytest
+import requests
+import schemathesis
+from django.conf import settings
+from django.core.cache import cache
+from django.core.management import call_command
+from django.test import override_settings
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory, EnrollmentFactory, SuppressionFactory
+
+SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "openapi.json"
+REFRESH = "make openapi"
+REFRESH_LONG = "DEBUG=1 .venv/bin/python manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/openapi.json"
+CONVERSIONS = "/api/v1/conversions"
+LEADS = "/api/v1/campaigns/{slug}/leads"
+BROWSER = "/api/v1/browser/conversions"
+EMAIL_EVENTS = "/api/v1/email-events"
+SHOP = "https://shop.acme.example"
+
+
+def committed_schema() -> dict:
+    return json.loads(SCHEMA_FILE.read_text())
+
+
+def test_committed_schema_is_what_the_code_generates(tmp_path):
+    fresh = tmp_path / "openapi.json"
+    # The refresh command itself, writing elsewhere: --fail-on-warn and --validate keep the schema clean.
+    call_command(*f"spectacular --format openapi-json --validate --fail-on-warn --file {fresh}".split())
+    generated, committed = fresh.read_text(), SCHEMA_FILE.read_text()
+    if generated != committed:
+        diff = "".join(
+            difflib.unified_diff(
+                committed.splitlines(keepends=True), generated.splitlines(keepends=True),
+                "docs/openapi.json (committed)", "generated from the code", n=2,
+            )
+        )
+        pytest.fail(
+            f"docs/openapi.json no longer matches the API the code describes. Refresh it with `{REFRESH}` "
+            f"({REFRESH_LONG}), review the diff and commit it.\n\n{diff[:6000]}",
+            pytrace=False,
+        )
+
+
+@pytest.mark.django_db
+def test_schema_is_served_as_json_without_credentials(api):
+    resp = api.get("/api/v1/openapi.json", HTTP_AUTHORIZATION="Bearer lf_not-a-token")
+    assert resp.status_code == 200
+    assert resp["Content-Type"] == "application/json"
+    assert resp.json() == committed_schema()
+
+
+@pytest.mark.django_db
+def test_schema_endpoint_answers_other_methods_with_the_error_body(api):
+    resp = api.post("/api/v1/openapi.json", {})
+    assert (resp.status_code, resp.json()) == (405, {"error": "method not allowed"})
+
+
+def test_every_v1_operation_is_described():
+    paths = committed_schema()["paths"]
+    assert {(path, method) for path, item in paths.items() for method in item} == {
+        (CONVERSIONS, "post"),
+        (LEADS, "post"),
+        (BROWSER, "post"),
+        (BROWSER, "options"),
+        (EMAIL_EVENTS, "post"),
+    }
+
+
+def test_security_schemes_and_strict_field_types():
+    schema = committed_schema()
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["bearerAuth"]["scheme"] == "bearer"
+    assert (schemes["trackingKey"]["in"], schemes["trackingKey"]["name"]) == ("header", "X-Tracking-Key")
+    paths = schema["paths"]
+    assert paths[CONVERSIONS]["post"]["security"] == [{"bearerAuth": []}]
+    parameters = {p["name"]: p for p in paths[CONVERSIONS]["post"]["parameters"]}
+    assert parameters["Idempotency-Key"]["in"] == "header" and parameters["Idempotency-Key"]["schema"]["maxLength"] == 255
+    headers = paths[CONVERSIONS]["post"]["responses"]["201"]["headers"]
+    assert {"Idempotent-Replayed", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Request-ID"} <= set(headers)
+    assert {"Retry-After", "X-RateLimit-Limit"} <= set(paths[CONVERSIONS]["post"]["responses"]["429"]["headers"])
+    assert paths[BROWSER]["post"]["security"] == [{"trackingKey": []}, {}]  # or the body's `key`
+    schemas = schema["components"]["schemas"]
+    conversion = schemas["ConversionInput"]["properties"]
+    assert conversion["click_id"] == {"type": "string", "maxLength": 64, "minLength": 1}
+    assert conversion["value_cents"]["type"] == "integer" and conversion["value_cents"]["minimum"] == 0
+    assert conversion["meta"]["type"] == "object"
+    customer = schemas["CustomerInput"]["properties"]
+    assert {"type": "string", "maxLength": 254, "format": "email"} in customer["email"]["oneOf"]
+    assert {"type": "string", "maxLength": 2048, "format": "uri"} in customer["avatar_url"]["oneOf"]
+    assert schemas["ConversionEventEnum"]["enum"] == ["lead", "sale"]
+    assert schemas["Error"] == {
+        "type": "object",
+        "description": "Every error answer: exactly one key, the contract's message.",
+        "properties": {"error": {"type": "string"}},
+        "required": ["error"],
+        "additionalProperties": False,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Live answers: every documented status of every operation, produced for real and checked against
+# the committed schema with schemathesis' conformance checks.
+
+
+@pytest.fixture(scope="module")
+def openapi():
+    return schemathesis.openapi.from_dict(committed_schema())
+
+
+@pytest.fixture
+def world(acme, acme_token):
+    cache.clear()
+    acme.allowed_origins = SHOP
+    acme.save()
+    campaign = CampaignFactory(workspace=acme, slug="spring")
+    CampaignEmailFactory(campaign=campaign)
+    enrolled = EnrollmentFactory(campaign=campaign, customer__email="enrolled@example.com")
+    SuppressionFactory(workspace=acme, email="gone@example.com")
+    yield {
+        "token": acme_token,
+        "workspace": acme,
+        "click": ClickFactory(link__post__workspace=acme),
+        "campaign": campaign,
+        "enrolled": enrolled,
+    }
+    cache.clear()
+
+
+def _conversion(w):
+    return {"event": "sale", "click_id": w["click"].click_id, "value_cents": 100, "customer": {"email": "ada@example.com"}}
+
+
+def _browser(w):
+    return {"key": w["workspace"].tracking_key, "event": "lead", "click_id": w["click"].click_id}
+
+
+def _post(api, w, path, body, *, token=True, **extra):
+    if path == BROWSER:  # the pixel's endpoint: a page on the workspace's shop, the key in the body
+        extra.setdefault("HTTP_ORIGIN", SHOP)
+        token = False
+    return api.post(path, body, token=w["token"] if token else None, **extra)
+
+
+def _raw(api, w, path, raw, **extra):
+    return _post(api, w, path, None, raw=raw, **extra)
+
+
+def _twice(setting, path, body_of):
+    def scenario(api, w):
+        with override_settings(**{setting: "1/m"}):
+            _post(api, w, path, body_of(w))
+            return _post(api, w, path, body_of(w))
+
+    return scenario
+
+
+def _lead(w):
+    return {"email": "new@example.com", "name": "Ada"}
+
+
+def _event(w):
+    return {"type": "bounce", "email": "ada@example.com"}
+
+
+def _common(path, body_of, bad_422, *, auth=True):
+    """The statuses every JSON POST answers the same way."""
+    scenarios = {
+        "400": lambda api, w: _raw(api, w, path, "{"),
+        "413": lambda api, w: _raw(api, w, path, json.dumps({"pad": "x" * 70_000})),
+        "415": lambda api, w: _raw(api, w, path, "<a/>", content_type="application/xml"),
+        "422": lambda api, w: _post(api, w, path, bad_422(w)),
+    }
+    if auth:
+        scenarios["401"] = lambda api, w: _post(api, w, path, body_of(w), token=False)
+    return scenarios
+
+
+SCENARIOS = {
+    (CONVERSIONS, "post"): {
+        "201": lambda api, w: _post(api, w, CONVERSIONS, _conversion(w)),
+        **_common(CONVERSIONS, _conversion, lambda w: {**_conversion(w), "click_id": "unknown"}),
+        "429": _twice("RATELIMIT_CONVERSIONS_TOKEN", CONVERSIONS, _conversion),
+        "500": ("conversions.api.conversion_record", _conversion),
+    },
+    (LEADS, "post"): {
+        "201": lambda api, w: _post(api, w, "/api/v1/campaigns/spring/leads", _lead(w)),
+        "200": lambda api, w: _post(api, w, "/api/v1/campaigns/spring/leads", {"email": "enrolled@example.com"}),
+        **_common("/api/v1/campaigns/spring/leads", _lead, lambda w: {"email": "not an address"}),
+        "404": lambda api, w: _post(api, w, "/api/v1/campaigns/nope/leads", _lead(w)),
+        "429": _twice("RATELIMIT_CAMPAIGN_LEADS_TOKEN", "/api/v1/campaigns/spring/leads", _lead),
+        "500": ("campaigns.api.campaign_lead_add", _lead),
+    },
+    (BROWSER, "post"): {
+        "201": lambda api, w: _post(api, w, BROWSER, _browser(w)),
+        **_common(BROWSER, _browser, lambda w: {**_browser(w), "event": "sale"}),
+        "401": lambda api, w: _post(api, w, BROWSER, {**_browser(w), "key": "pk_wrong"}),
+        "403": lambda api, w: _post(api, w, BROWSER, _browser(w), HTTP_ORIGIN="https://evil.example"),
+        "429": _twice("RATELIMIT_BROWSER_IP", BROWSER, _browser),
+        "500": ("conversions.api.conversion_record", _browser),
+    },
+    (BROWSER, "options"): {
+        "204": lambda api, w: api.options(BROWSER, HTTP_ORIGIN=SHOP, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"),
+        "400": lambda api, w: api.options(BROWSER + "?x=%00"),
+        "413": lambda api, w: api.options(BROWSER, CONTENT_LENGTH="70000"),
+        "429": lambda api, w: _options_twice(api),
+        "500": ("conversions.api.origin_allowed_anywhere", None),
+    },
+    (EMAIL_EVENTS, "post"): {
+        "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),
+        **_common(EMAIL_EVENTS, _event, lambda w: {"type": "delivered", "email": "ada@example.com"}),
+        "500": ("campaigns.api.email_event_record", _event),
+    },
+}
+
+
+def _options_twice(api):
+    with override_settings(RATELIMIT_BROWSER_IP="1/m"):
+        api.options(BROWSER, HTTP_ORIGIN=SHOP)
+        return api.options(BROWSER, HTTP_ORIGIN=SHOP)
+
+
+def as_schemathesis_response(resp) -> schemathesis.Response:
+    request = requests.Request(resp.request["REQUEST_METHOD"], "http://testserver" + resp.request["PATH_INFO"]).prepare()
+    return schemathesis.Response(
+        status_code=resp.status_code,
+        headers={name.lower(): [value] for name, value in resp.headers.items()},
+        content=resp.content,
+        request=request,
+        elapsed=0.0,
+        verify=True,
+    )
+
+
+def test_scenarios_cover_every_documented_status():
+    documented = {
+        (path, method): set(operation["responses"])
+        for path, item in committed_schema()["paths"].items()
+        for method, operation in item.items()
+    }
+    assert {op: set(statuses) for op, statuses in SCENARIOS.items()} == documented
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "operation,status", [(op, status) for op, statuses in SCENARIOS.items() for status in statuses],
+    ids=lambda value: value if isinstance(value, str) else f"{value[1].upper()} {value[0]}",
+)
+def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, operation, status):
+    scenario = SCENARIOS[operation][status]
+    path, method = operation
+    if isinstance(scenario, tuple):  # (service to break, body): the unexpected error
+        target, body_of = scenario
+
+        def explode(*args, **kwargs):
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(target, explode)
+        if method == "options":
+            resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
+        else:
+            resp = _post(api, world, path.replace("{slug}", "spring"), body_of(world))
+    else:
+        resp = scenario(api, world)
+    assert str(resp.status_code) == status, resp.content
+    if not status.startswith("2"):
+        assert set(resp.json()) == {"error"} and isinstance(resp.json()["error"], str)
+    assert_conforms(openapi, path, method, resp)
+
+
+def assert_conforms(openapi, path: str, method: str, resp) -> None:
+    case = openapi[path][method.upper()].Case(path_parameters={"slug": "spring"} if "{slug}" in path else None)
+    case.validate_response(
+        as_schemathesis_response(resp),
+        checks=[status_code_conformance, content_type_conformance, response_headers_conformance, response_schema_conformance],
+    )
+
+
+@pytest.mark.django_db
+def test_suppressed_lead_conforms_with_a_null_enrollment(api, world, openapi):
+    resp = _post(api, world, "/api/v1/campaigns/spring/leads", {"email": "GONE@example.com"})
+    assert resp.status_code == 200 and resp.json()["enrollment"] is None
+    assert_conforms(openapi, LEADS, "post", resp)
+
+
+@pytest.mark.django_db
+def test_idempotent_replay_and_reused_key_conform(api, world, openapi):
+    body, key = _conversion(world), {"HTTP_IDEMPOTENCY_KEY": "order-1001"}
+    first = _post(api, world, CONVERSIONS, body, **key)
+    replay = _post(api, world, CONVERSIONS, body, **key)
+    assert (first.status_code, replay.status_code, replay.json()) == (201, 201, first.json())
+    assert replay["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first
+    reused = _post(api, world, CONVERSIONS, {**body, "value_cents": 200}, **key)
+    assert (reused.status_code, reused.json()) == (422, {"error": "idempotency key reused with a different body"})
+    for resp in (first, replay, reused):
+        assert_conforms(openapi, CONVERSIONS, "post", resp)
+
+
+@pytest.mark.django_db
+def test_refused_preflight_conforms(api, world, openapi):
+    resp = api.options(BROWSER, HTTP_ORIGIN="https://evil.example")
+    assert resp.status_code == 204 and "Access-Control-Allow-Origin" not in resp
+    assert_conforms(openapi, BROWSER, "options", resp)
