@@ -55,7 +55,8 @@ class Enrollment(models.Model):
         COMPLETED = "completed"
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="enrollments")
+    # Not indexed alone: the unique (campaign, customer) and campaigns_enrollment_recent lead with it.
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="enrollments", db_index=False)
     customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="enrollments")
     state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
     enrolled_at = models.DateTimeField()

@@ -10,12 +10,16 @@ class ConversionEvent(models.Model):
         LEAD = "lead"
         SALE = "sale"
 
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    # db_index=False where a composite index below leads with the column: each index is paid on
+    # every insert, and at millions of events the redundant ones cost more than they serve.
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     click = models.ForeignKey("clicks.Click", on_delete=models.CASCADE, related_name="conversions")
     # Copied from the click when written, so per-link numbers need no join through clicks.
-    link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="conversions")
+    link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="conversions", db_index=False)
     customer = models.ForeignKey(
-        Customer, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversions"
+        Customer, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversions", db_index=False
     )
     event = models.CharField(max_length=4, choices=Event.choices)
     value_cents = models.BigIntegerField(null=True, blank=True)  # sales only

@@ -10,7 +10,10 @@ class Customer(models.Model):
         PIXEL = "pixel", "Pixel"
         MANUAL = "manual", "Manual"
 
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="customers")
+    # Not indexed alone: customers_customer_recent leads with it.
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="customers", db_index=False
+    )
     # Stored as first given; identity is lower(email). Empty means "no email yet".
     email = models.CharField(max_length=254, blank=True, default="")
     name = models.CharField(max_length=200, blank=True, default="")
@@ -53,7 +56,8 @@ class CustomerActivity(models.Model):
         SUPPRESSED = "suppressed"
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="activities")
+    # Not indexed alone: customers_activity_timeline leads with it.
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="activities", db_index=False)
     kind = models.CharField(max_length=32, choices=Kind.choices)
     # How the change came in: a customer's channels, or "email" for a link in an email we sent.
     channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link")])
