@@ -1,6 +1,7 @@
 """Fixtures: the acme / globex story, an API client, and helpers shared by every test module."""
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,39 @@ from workspaces.models import Membership
 requires_postgres = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs PostgreSQL (set DATABASE_URL)"
 )
+
+
+def start_threads(count: int, target) -> tuple[list[threading.Thread], list]:
+    """Start `count` threads on `target(i)`, released together by a barrier, for real races on PostgreSQL.
+
+    Each thread closes its own database connection. `results[i]` is what `target(i)` returned, or
+    the exception it raised (for the test to assert on, never swallowed).
+    """
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[i] = target(i)
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads, results
+
+
+def run_in_threads(count: int, target) -> list:
+    """`start_threads`, then wait for all of them; the results in thread order."""
+    threads, results = start_threads(count, target)
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    return results
 
 
 class ApiClient(Client):

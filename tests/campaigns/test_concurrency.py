@@ -1,16 +1,14 @@
 """Simultaneous requests against PostgreSQL: the database's uniqueness and locks settle every race."""
-import threading
 from collections import Counter
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from campaigns.models import CampaignEmail, CampaignLead, Enrollment
 from campaigns.services import campaign_email_activate, campaign_email_add, campaign_lead_add
 from conversions.services import conversion_record
 from customers.models import Customer
-from tests.conftest import requires_postgres
+from tests.conftest import requires_postgres, run_in_threads
 from tests.factories import (
     ApiTokenFactory,
     CampaignEmailFactory,
@@ -21,29 +19,6 @@ from tests.factories import (
 )
 
 pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
-
-
-def run_together(count: int, work) -> list:
-    """Run `work(i)` in `count` threads released at once; each closes its own connection."""
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-
-    def target(i: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[i] = work(i)
-        except Exception as exc:  # reported by the assertions below, never swallowed
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 @pytest.mark.parametrize("known_contact", [False, True], ids=["new-email", "known-contact"])
@@ -69,7 +44,7 @@ def test_sixteen_simultaneous_posts_of_one_email_enroll_once(known_contact):
         )
         return resp.status_code, resp.json()
 
-    results = run_together(16, post)
+    results = run_in_threads(16, post)
 
     assert all(isinstance(result, tuple) for result in results), results
     outcomes = Counter((status, body["outcome"]) for status, body in results)
@@ -92,7 +67,7 @@ def test_simultaneous_conversions_of_one_new_customer_enroll_once():
             customer={"email": "ada@example.com"},
         )
 
-    results = run_together(8, convert)
+    results = run_in_threads(8, convert)
 
     assert not [r for r in results if isinstance(r, Exception)], results
     assert Enrollment.objects.count() == 1
@@ -112,7 +87,7 @@ def test_enrollments_racing_an_activation_are_all_scheduled():
             return campaign_email_activate(campaign_email=step)
         return campaign_lead_add(campaign=campaign, email=f"person{i}@example.com")
 
-    results = run_together(12, work)
+    results = run_in_threads(12, work)
 
     assert not [r for r in results if isinstance(r, Exception)], results
     assert Enrollment.objects.count() == 11
@@ -122,7 +97,7 @@ def test_enrollments_racing_an_activation_are_all_scheduled():
 def test_simultaneous_steps_get_distinct_positions():
     campaign = CampaignFactory(workspace=WorkspaceFactory(slug="acme"))
 
-    results = run_together(
+    results = run_in_threads(
         6, lambda i: campaign_email_add(campaign=campaign, subject=f"Step {i}", body="B", delay_minutes=i)
     )
 

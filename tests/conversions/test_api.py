@@ -1,14 +1,13 @@
 """POST /api/v1/conversions: SPEC 4.1 and 7, CONTRACT.md section 4 messages, exact bodies, nothing stored on errors."""
-import threading
 from datetime import datetime, timezone
 
 import pytest
 import time_machine
-from django.db import connection
+
 
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer, CustomerActivity
-from tests.conftest import ApiClient, assert_api_error, requires_postgres
+from tests.conftest import ApiClient, assert_api_error, requires_postgres, run_in_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -296,23 +295,12 @@ def test_globex_token_cannot_record_on_acme_clicks_nor_see_acme_customers(api, c
 def test_sixteen_simultaneous_conversions_for_one_new_email_make_one_customer(acme):
     token = ApiTokenFactory(workspace=acme)
     click = ClickFactory(link__post__workspace=acme, workspace=acme)
-    barrier = threading.Barrier(16)
-    answers = [None] * 16
-
     def convert(i):
-        try:
-            barrier.wait()
-            body = {"event": "sale", "click_id": click.click_id, "value_cents": 100 + i,
-                    "customer": {"email": "ada@example.com" if i % 2 else "ADA@example.com", "external_id": "user_42"}}
-            answers[i] = ApiClient().post(URL, body, token=token)
-        finally:
-            connection.close()
+        body = {"event": "sale", "click_id": click.click_id, "value_cents": 100 + i,
+                "customer": {"email": "ada@example.com" if i % 2 else "ADA@example.com", "external_id": "user_42"}}
+        return ApiClient().post(URL, body, token=token)
 
-    threads = [threading.Thread(target=convert, args=(i,)) for i in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    answers = run_in_threads(16, convert)
     assert [a.status_code for a in answers] == [201] * 16, [a.content for a in answers if a.status_code != 201]
     customer = Customer.objects.get()
     assert {a.json()["customer"]["id"] for a in answers} == {customer.pk}

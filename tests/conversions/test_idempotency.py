@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer
-from tests.conftest import ApiClient, assert_api_error, requires_postgres
+from tests.conftest import ApiClient, assert_api_error, requires_postgres, start_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -152,31 +152,12 @@ def test_purge_command_deletes_expired_keys_only(acme_token, click, api):
         assert ConversionEvent.objects.count() == 2  # the events themselves stay
 
 
-def run_threads(count, target):
-    barrier = threading.Barrier(count)
-    results = [None] * count
-
-    def run(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except Exception as exc:  # asserted on by the test
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    return threads, results
-
-
 @requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_requests_with_one_key_store_one_event(acme):
     token = ApiTokenFactory(workspace=acme)
     click = ClickFactory(link__post__workspace=acme, workspace=acme)
-    threads, answers = run_threads(16, lambda i: post(ApiClient(), sale(click), token, "webhook-evt-1"))
+    threads, answers = start_threads(16, lambda i: post(ApiClient(), sale(click), token, "webhook-evt-1"))
     for thread in threads:
         thread.join(timeout=60)
     assert [getattr(a, "status_code", a) for a in answers] == [201] * 16
@@ -212,9 +193,9 @@ def test_retry_arriving_while_the_first_is_in_flight_waits_and_replays(acme):
     # then stays in flight (its customer insert waits for ours), holding its claim on the key.
     with transaction.atomic():
         CustomerFactory(workspace=acme, email="ada@example.com", external_id="")
-        first_thread, first = run_threads(1, lambda i: post(ApiClient(), sale(click), token, "evt-1"))
+        first_thread, first = start_threads(1, lambda i: post(ApiClient(), sale(click), token, "evt-1"))
         waiting_on_locks(1)
-        retry_thread, retry = run_threads(1, lambda i: post(ApiClient(), sale(click), token, "evt-1"))
+        retry_thread, retry = start_threads(1, lambda i: post(ApiClient(), sale(click), token, "evt-1"))
         waiting_on_locks(2)  # the retry waits for the first request's claim, not failing, not storing
         assert not ConversionEvent.objects.exists()
     for thread in first_thread + retry_thread:

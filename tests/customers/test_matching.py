@@ -1,13 +1,12 @@
 """customer_match: one test per rule of CONTRACT.md section 5, the name/avatar and pixel policies, races."""
-import threading
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
 from lftrack.errors import Unprocessable
-from tests.conftest import requires_postgres
+from tests.conftest import requires_postgres, run_in_threads
 from tests.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -280,29 +279,6 @@ def test_customers_without_email_or_external_id_do_not_clash(acme):
 
 
 # Races: settled by the database, on PostgreSQL, with real threads.
-
-
-def run_in_threads(count, target):
-    """Start `count` threads on `target(i)` behind a barrier; return their results (or exceptions)."""
-    barrier = threading.Barrier(count)
-    results = [None] * count
-
-    def run(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except Exception as exc:  # collected and asserted on by the test
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 @requires_postgres
