@@ -3,10 +3,11 @@ import multiprocessing
 import os
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-# Sync workers: each request is a few milliseconds of Python plus a few database round trips, so
-# about two workers per core keep the CPU busy while one waits on PostgreSQL.
-workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1))
-threads = int(os.environ.get("GUNICORN_THREADS", 1))
+# One process per core (Python runs one thread at a time per process) with a few threads each, so a
+# process keeps its core busy while a thread waits on PostgreSQL or Redis; threads also keep client
+# connections alive. The shape measured in docs/benchmarks.md (bench/conversions.sh uses this file).
+workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
+threads = int(os.environ.get("GUNICORN_THREADS", 4))
 # A request that takes 30 s is stuck (a lost database); kill it rather than hold the worker.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 30))
 # On SIGTERM or HUP (graceful reload) a worker finishes its requests for up to this long.
