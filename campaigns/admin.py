@@ -22,6 +22,7 @@ from campaigns.services import (
 from lftrack.admin import (
     MEMBERS,
     OWNERS,
+    WorkspaceChoiceForm,
     WorkspaceScopedAdmin,
     WorkspaceScopedStackedInline,
     as_id,
@@ -288,17 +289,9 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
         return super().changelist_view(request, {"title": title, **(extra_context or {})})
 
 
-class SuppressionAddForm(forms.Form):
-    workspace = forms.ModelChoiceField(queryset=None, empty_label=None)
+class SuppressionAddForm(WorkspaceChoiceForm):
     email = forms.EmailField(max_length=254)
     reason = forms.ChoiceField(choices=Suppression.Reason.choices, initial=Suppression.Reason.UNSUBSCRIBED)
-
-    def __init__(self, *args, workspaces, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["workspace"].queryset = workspaces
-        if len(workspaces) == 1:
-            self.fields["workspace"].widget = forms.HiddenInput()
-            self.fields["workspace"].initial = workspaces[0].pk
 
 
 @admin.register(Suppression)

@@ -15,7 +15,7 @@ from campaigns.services import suppression_add
 from conversions.models import ConversionEvent
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
-from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, cents, visible_workspaces
+from lftrack.admin import MEMBERS, OWNERS, WorkspaceChoiceForm, WorkspaceScopedAdmin, cents, visible_workspaces
 from lftrack.errors import ServiceError
 
 # The contact page lists this many of each; the rest is one click away in the filtered lists.
@@ -45,20 +45,12 @@ class SuppressedFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ContactAddForm(forms.Form):
-    workspace = forms.ModelChoiceField(queryset=None, empty_label=None)
+class ContactAddForm(WorkspaceChoiceForm):
     email = forms.EmailField(max_length=254, required=False)
     name = forms.CharField(max_length=200, required=False)
     external_id = forms.CharField(
         max_length=255, required=False, label="External id", help_text="Your own system's id for this person, if any."
     )
-
-    def __init__(self, *args, workspaces, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["workspace"].queryset = workspaces
-        if len(workspaces) == 1:
-            self.fields["workspace"].widget = forms.HiddenInput()
-            self.fields["workspace"].initial = workspaces[0].pk
 
 
 @admin.register(Customer)

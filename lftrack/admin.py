@@ -193,6 +193,19 @@ class _Scoped:
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+class WorkspaceChoiceForm(forms.Form):
+    """A form for a write in one of the user's workspaces; the choice is hidden when there is only one."""
+
+    workspace = forms.ModelChoiceField(queryset=Workspace.objects.none(), empty_label=None)
+
+    def __init__(self, *args, workspaces, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workspace"].queryset = workspaces
+        if len(workspaces) == 1:
+            self.fields["workspace"].widget = forms.HiddenInput()
+            self.fields["workspace"].initial = workspaces[0].pk
+
+
 class CappedCountPaginator(Paginator):
     """Counts at most CAP rows. An exact COUNT(*) over a million contacts or enrollments would cost
     more than the page itself; past the cap the list says "more than 10,000" and pages that far."""
