@@ -2,7 +2,6 @@
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet
-from django.urls import reverse
 from django.utils.html import format_html
 
 from clicks.models import Click, Link, Post

@@ -8,7 +8,6 @@ from tests.factories import (
     CampaignEmailFactory,
     CampaignFactory,
     CampaignLeadFactory,
-    CustomerFactory,
     EmailSendFactory,
     EnrollmentFactory,
     SuppressionFactory,

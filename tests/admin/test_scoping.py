@@ -4,7 +4,7 @@ from django.urls import reverse
 
 from campaigns.models import Enrollment
 from customers.models import Customer
-from tests.admin.conftest import build_world, client_for
+from tests.admin.conftest import client_for
 from tests.factories import MembershipFactory, UserFactory
 from workspaces.models import ApiToken, Membership, Workspace
 
