@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.services import campaign_enroll_from_conversion
-from clicks.models import Click
+from clicks.models import Click, Link, Post
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
@@ -23,11 +23,17 @@ IDEMPOTENCY_KEY_MAX = 255
 
 # The event row takes its click and link from the click itself: the lookup (scoped to the
 # workspace, so another workspace's click is unknown) and the insert are one round trip.
-_RECORD_SQL = (
+_INSERT_SQL = (
     f"INSERT INTO {ConversionEvent._meta.db_table}"
     " (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel)"
     " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s"
     f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s RETURNING id, click_id, link_id"
+)
+# PostgreSQL: the same round trip also says whether the link's post is in a campaign, so the
+# conversions of posts outside campaigns (most of them) never look for one.
+_RECORD_SQL = (
+    f"WITH event AS ({_INSERT_SQL}) SELECT event.id, event.click_id, event.link_id, post.campaign_id FROM event"
+    f" JOIN {Link._meta.db_table} link ON link.id = event.link_id JOIN {Post._meta.db_table} post ON post.id = link.post_id"
 )
 
 
@@ -68,9 +74,10 @@ def conversion_record(
         occurred_at=timezone.now(),
         channel=channel,
     )
+    postgresql = connection.vendor == "postgresql"
     with prepared_cursor() as cursor:
         cursor.execute(
-            _RECORD_SQL,
+            _RECORD_SQL if postgresql else _INSERT_SQL,
             [
                 matched.pk if matched is not None else None,
                 conversion.event,
@@ -86,10 +93,12 @@ def conversion_record(
         row = cursor.fetchone()
     if row is None:
         raise Unprocessable("unknown click_id")
-    conversion.pk, conversion.click_id, conversion.link_id = row
+    conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False
     conversion._state.db = connection.alias
-    campaign_enroll_from_conversion(conversion=conversion, customer_created=match is not None and match.created)
+    in_campaign = row[3] is not None if postgresql else True  # elsewhere the enrollment looks for the campaign
+    if in_campaign:
+        campaign_enroll_from_conversion(conversion=conversion, customer_created=match is not None and match.created)
     return conversion
 
 

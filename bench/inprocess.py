@@ -1,0 +1,112 @@
+"""Python CPU per conversion request, in-process: the whole WSGI stack without gunicorn or wrk.
+
+Usage: DATABASE_URL=... REDIS_URL=... python bench/inprocess.py [REQUESTS] [--profile]
+
+Seeds its own workspace, token and clicks (the database must be migrated), then sends REQUESTS
+conversions (the same mix as bench/conversions.lua) straight to Django's WSGI handler on one thread
+and prints this process's CPU time per request. PostgreSQL's and Redis's time is theirs, not
+counted, so the figure is the Python cost a gunicorn worker pays per request before its own HTTP
+handling, and it barely moves with other load on the machine. --profile prints cProfile's top 40.
+"""
+import io
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production")
+os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ.setdefault("CONN_MAX_AGE", "600")
+for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP"):
+    os.environ.setdefault(name, "10000000/m")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
+from django.db import transaction  # noqa: E402
+
+from clicks.models import Click  # noqa: E402
+from clicks.services import link_create  # noqa: E402
+from customers.models import Customer  # noqa: E402
+from workspaces.services import api_token_create, workspace_create  # noqa: E402
+
+
+def seed(clicks: int = 2000, customers: int = 1000) -> tuple[str, list[str]]:
+    with transaction.atomic():
+        workspace = workspace_create(slug=f"inproc-{secrets.token_hex(4)}", name="In-process bench")
+        token = api_token_create(workspace=workspace, name="bench").secret
+        link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
+        rows = Click.objects.bulk_create([Click(workspace=workspace, link=link) for _ in range(clicks)])
+        Customer.objects.bulk_create(
+            [Customer(workspace=workspace, email=f"seeded-{i}@example.com", name=f"Seeded {i}", source="api") for i in range(customers)]
+        )
+    return token, [row.click_id for row in rows]
+
+
+def body(n: int, run: str, click_id: str) -> bytes:
+    """The request bench/conversions.lua sends as its n-th."""
+    if n % 2 == 0:
+        tag = f"{run}-{n}"
+        customer = {"email": f"new-{tag}@example.com", "external_id": f"ext-{tag}", "name": f"New {tag}"}
+    else:
+        customer = {"email": f"Seeded-{n % 1000}@Example.com", "name": "Someone else"}
+    if n % 4 < 2:
+        data = {"event": "sale", "click_id": click_id, "value_cents": 1000 + n, "event_name": "Annual plan",
+                "customer": customer, "meta": {"order": str(n)}}
+    else:
+        data = {"event": "lead", "click_id": click_id, "event_name": "Signup", "customer": customer}
+    return json.dumps(data).encode()
+
+
+def main() -> None:
+    count = int(next((a for a in sys.argv[1:] if a.isdigit()), 2000))
+    token, clicks = seed()
+    run = secrets.token_hex(4)
+    app = WSGIHandler()
+    statuses: dict[str, int] = {}
+
+    def start_response(status, headers, exc_info=None):
+        statuses[status] = statuses.get(status, 0) + 1
+
+    def one(n: int) -> None:
+        payload = body(n, run, clicks[n % len(clicks)])
+        environ = {
+            "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/conversions", "QUERY_STRING": "", "SCRIPT_NAME": "",
+            "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1", "HTTP_HOST": "127.0.0.1:8000", "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(payload)), "HTTP_AUTHORIZATION": f"Bearer {token}",
+            "wsgi.input": io.BytesIO(payload), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        }
+        response = app(environ, start_response)
+        b"".join(response)
+        response.close()
+
+    for n in range(200):  # warm-up: imports, prepared statements, connections
+        one(n)
+    statuses.clear()
+    if "--profile" in sys.argv:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    cpu, wall = time.process_time(), time.perf_counter()
+    for n in range(200, 200 + count):
+        one(n)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if "--profile" in sys.argv:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    print(f"inprocess: {count} requests, statuses {statuses}")
+    print(f"inprocess: python cpu {cpu / count * 1000:.2f} ms per request, wall {wall / count * 1000:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
