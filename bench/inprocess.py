@@ -88,7 +88,7 @@ def main() -> None:
         b"".join(response)
         response.close()
 
-    for n in range(200):  # warm-up: imports, prepared statements, connections
+    for n in range(int(os.environ.get("BENCH_WARMUP_REQUESTS", 200))):  # warm-up: imports, prepared statements, connections
         one(n)
     statuses.clear()
     if "--profile" in sys.argv:
