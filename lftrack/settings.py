@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "customers",
     "conversions",
     "campaigns",
+    "rollups",
 ]
 
 MIDDLEWARE = [
