@@ -52,7 +52,9 @@ def _unsubscribed_enrollments() -> QuerySet:
 
 
 def with_campaign_numbers(queryset: QuerySet) -> QuerySet:
-    """Leads, enrollments by state, sends, unsubscribes and complaints: one correlated subquery each."""
+    """Leads from the rolled-up totals plus the live tail (rollups/); enrollments by state, sends,
+    unsubscribes and complaints by one correlated subquery each: those rows change state, so they
+    cannot be added up once and for all."""
     enrollments = Enrollment.objects.filter(campaign=OuterRef("pk"))
     sends = EmailSend.objects.filter(campaign=OuterRef("pk"))
     return queryset.annotate(
