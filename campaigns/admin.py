@@ -32,6 +32,8 @@ from lftrack.admin import (
     when,
 )
 from lftrack.errors import ServiceError
+from rollups.models import CampaignTotals
+from rollups.queries import tail, total_of
 
 SENT = EmailSend.Status.SENT
 
@@ -50,11 +52,14 @@ def _unsubscribed_enrollments() -> QuerySet:
 
 
 def with_campaign_numbers(queryset: QuerySet) -> QuerySet:
-    """Leads, enrollments by state, sends, unsubscribes and complaints: one correlated subquery each."""
+    """Leads from the rolled-up totals plus the live tail (rollups/); enrollments by state, sends,
+    unsubscribes and complaints by one correlated subquery each: those rows change state, so they
+    cannot be added up once and for all."""
     enrollments = Enrollment.objects.filter(campaign=OuterRef("pk"))
     sends = EmailSend.objects.filter(campaign=OuterRef("pk"))
     return queryset.annotate(
-        n_leads=count_of(CampaignLead.objects.filter(campaign=OuterRef("pk")), "campaign"),
+        n_leads=total_of(CampaignTotals.objects.filter(campaign=OuterRef("pk")), "leads")
+        + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
         n_enrollments=count_of(enrollments, "campaign"),
         n_active=count_of(enrollments.filter(state=Enrollment.State.ACTIVE), "campaign"),
         n_stopped=count_of(enrollments.filter(state=Enrollment.State.STOPPED), "campaign"),

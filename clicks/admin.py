@@ -1,4 +1,4 @@
-"""Posts and links with their clicks, leads, sales and revenue, each counted by one correlated subquery."""
+"""Posts and links with their clicks, leads, sales and revenue: rolled-up totals plus the live tail (rollups/)."""
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet
@@ -7,29 +7,37 @@ from django.utils.html import format_html
 from clicks.models import Click, Link, Post
 from conversions.models import ConversionEvent
 from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, WorkspaceScopedInline, cents, count_of, sum_of
+from rollups.models import LinkTotals
+from rollups.queries import tail, total_of
 
 LEAD, SALE = ConversionEvent.Event.LEAD, ConversionEvent.Event.SALE
 
 
 def with_link_numbers(queryset: QuerySet) -> QuerySet:
-    """Links with clicks, leads, sales and revenue; the (link, event) index serves the conversion sums."""
-    events = ConversionEvent.objects.filter(link=OuterRef("pk"))
+    """Links with clicks, leads, sales and revenue: the rolled-up totals plus the rows above the watermarks."""
+    totals = LinkTotals.objects.filter(link=OuterRef("pk"))
+    clicks = tail(Click.objects.filter(link=OuterRef("pk")))
+    events = tail(ConversionEvent.objects.filter(link=OuterRef("pk")))
     return queryset.annotate(
-        n_clicks=count_of(Click.objects.filter(link=OuterRef("pk")), "link"),
-        n_leads=count_of(events.filter(event=LEAD), "link"),
-        n_sales=count_of(events.filter(event=SALE), "link"),
-        revenue_cents=sum_of(events.filter(event=SALE), "link", "value_cents"),
+        n_clicks=total_of(totals, "clicks") + count_of(clicks, "link"),
+        n_leads=total_of(totals, "leads") + count_of(events.filter(event=LEAD), "link"),
+        n_sales=total_of(totals, "sales") + count_of(events.filter(event=SALE), "link"),
+        revenue_cents=total_of(totals, "revenue_cents") + sum_of(events.filter(event=SALE), "link", "value_cents"),
     )
 
 
 def with_post_numbers(queryset: QuerySet) -> QuerySet:
-    events = ConversionEvent.objects.filter(link__post=OuterRef("pk"))
+    """The same numbers summed over the post's links (totals are per link: a post's own is their sum)."""
+    totals = LinkTotals.objects.filter(link__post=OuterRef("pk"))
+    clicks = tail(Click.objects.filter(link__post=OuterRef("pk")))
+    events = tail(ConversionEvent.objects.filter(link__post=OuterRef("pk")))
     return queryset.annotate(
         n_links=count_of(Link.objects.filter(post=OuterRef("pk")), "post"),
-        n_clicks=count_of(Click.objects.filter(link__post=OuterRef("pk")), "link__post"),
-        n_leads=count_of(events.filter(event=LEAD), "link__post"),
-        n_sales=count_of(events.filter(event=SALE), "link__post"),
-        revenue_cents=sum_of(events.filter(event=SALE), "link__post", "value_cents"),
+        n_clicks=sum_of(totals, "link__post", "clicks") + count_of(clicks, "link__post"),
+        n_leads=sum_of(totals, "link__post", "leads") + count_of(events.filter(event=LEAD), "link__post"),
+        n_sales=sum_of(totals, "link__post", "sales") + count_of(events.filter(event=SALE), "link__post"),
+        revenue_cents=sum_of(totals, "link__post", "revenue_cents")
+        + sum_of(events.filter(event=SALE), "link__post", "value_cents"),
     )
 
 

@@ -42,8 +42,9 @@ class ConversionEvent(models.Model):
         indexes = [
             # Contact page: a customer's conversions, newest first.
             models.Index(fields=["customer", "-occurred_at"], name="conversions_event_customer"),
-            # Post and link numbers: counts and revenue per link and event.
-            models.Index(fields=["link", "event"], name="conversions_event_link"),
+            # Post and link numbers: a link's events above the roll-up watermark (rollups/); replaced
+            # (link, event), which served counting every event of a link.
+            models.Index(fields=["link", "id"], name="conversions_event_link_tail"),
             # Workspace activity feed and admin list, newest first.
             models.Index(fields=["workspace", "-occurred_at"], name="conversions_event_recent"),
         ]

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "customers",
     "conversions",
     "campaigns",
+    "rollups",
 ]
 
 MIDDLEWARE = [
@@ -124,6 +125,12 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # transaction takes the lock when it begins and waits for it, instead of failing with "database is
     # locked" when a read lock cannot be upgraded.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
+elif env_bool("DB_JIT_OFF", True):
+    # Every statement here is short, but the admin's per-row numbers are estimated high (the planner
+    # cannot know the roll-up watermark read in the same statement), and JIT compiled the posts list
+    # for 1.5 s to run 5 ms of plan (docs/benchmarks.md, "Data growth"). Behind a pooler that refuses
+    # startup options, set DB_JIT_OFF=0 and `ALTER ROLE ... SET jit = off` instead.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")

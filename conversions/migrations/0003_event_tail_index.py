@@ -1,0 +1,37 @@
+"""Conversion events: a (link, id) index for the admin numbers' live tail, in place of (link, event).
+
+Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY on
+PostgreSQL (inserts keep going while it builds, seconds on millions of rows), plainly on SQLite.
+"""
+from django.db import migrations, models
+
+TABLE = "conversions_conversionevent"
+NEW, COLUMNS = "conversions_event_link_tail", "link_id, id"  # the index this migration builds
+OLD, OLD_COLUMNS = "conversions_event_link", "link_id, event"  # the one it replaces
+
+
+def swap(build: str, build_columns: str, drop: str):
+    def run(apps, schema_editor):
+        concurrently = " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
+        schema_editor.execute(f"CREATE INDEX{concurrently} IF NOT EXISTS {build} ON {TABLE} ({build_columns})")
+        schema_editor.execute(f"DROP INDEX{concurrently} IF EXISTS {drop}")
+    return run
+
+
+class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY cannot run inside a transaction
+
+    dependencies = [("conversions", "0002_drop_redundant_indexes")]
+
+    operations = [
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.RemoveIndex(model_name="conversionevent", name="conversions_event_link"),
+                migrations.AddIndex(
+                    model_name="conversionevent",
+                    index=models.Index(fields=["link", "id"], name="conversions_event_link_tail"),
+                ),
+            ],
+            database_operations=[migrations.RunPython(swap(NEW, COLUMNS, OLD), swap(OLD, OLD_COLUMNS, NEW))],
+        ),
+    ]

@@ -1,0 +1,6 @@
+"""App config for rollups."""
+from django.apps import AppConfig
+
+
+class RollupsConfig(AppConfig):
+    name = "rollups"

@@ -1,0 +1,115 @@
+"""numbers_roll_up: add the rows above each source table's watermark into the per-link and per-campaign totals.
+
+Clicks, conversion events and campaign leads are append-only (deleted only with their link, campaign
+or workspace, whose totals go with them), so a total plus the rows above the watermark is an exact
+count at every moment. The write paths stay as they are: no trigger, no counter row, no extra statement.
+"""
+import time
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from campaigns.models import CampaignLead
+from clicks.models import Click
+from conversions.models import ConversionEvent
+from rollups.models import CampaignTotals, LinkTotals, Watermark
+
+WRITER_WAIT_SECONDS = 10.0
+
+_LINKS = LinkTotals._meta.db_table
+_CAMPAIGNS = CampaignTotals._meta.db_table
+
+# One set-based statement per source: the rows in (from, to] grouped per link or campaign, added in.
+# MIN(workspace_id): a link's rows all carry its workspace; grouping by link alone keeps one row per key.
+_ADD_SQL = {
+    Click: (
+        f"INSERT INTO {_LINKS} (link_id, workspace_id, clicks, leads, sales, revenue_cents)"
+        f" SELECT link_id, MIN(workspace_id), COUNT(*), 0, 0, 0 FROM {Click._meta.db_table}"
+        f" WHERE id > %s AND id <= %s GROUP BY link_id"
+        f" ON CONFLICT (link_id) DO UPDATE SET clicks = {_LINKS}.clicks + excluded.clicks"
+    ),
+    ConversionEvent: (
+        f"INSERT INTO {_LINKS} (link_id, workspace_id, clicks, leads, sales, revenue_cents)"
+        f" SELECT link_id, MIN(workspace_id), 0,"
+        f" SUM(CASE WHEN event = 'lead' THEN 1 ELSE 0 END), SUM(CASE WHEN event = 'sale' THEN 1 ELSE 0 END),"
+        f" COALESCE(SUM(CASE WHEN event = 'sale' THEN value_cents END), 0) FROM {ConversionEvent._meta.db_table}"
+        f" WHERE id > %s AND id <= %s GROUP BY link_id"
+        f" ON CONFLICT (link_id) DO UPDATE SET leads = {_LINKS}.leads + excluded.leads,"
+        f" sales = {_LINKS}.sales + excluded.sales, revenue_cents = {_LINKS}.revenue_cents + excluded.revenue_cents"
+    ),
+    CampaignLead: (
+        f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads)"
+        f" SELECT campaign_id, MIN(workspace_id), COUNT(*) FROM {CampaignLead._meta.db_table}"
+        f" WHERE id > %s AND id <= %s GROUP BY campaign_id"
+        f" ON CONFLICT (campaign_id) DO UPDATE SET leads = {_CAMPAIGNS}.leads + excluded.leads"
+    ),
+}
+
+# Transactions that may be inserting into the table: every INSERT takes ROW EXCLUSIVE on it before it
+# draws an id from the sequence, and keeps it until commit or rollback.
+_WRITERS_SQL = (
+    "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE locktype = 'relation'"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND relation = %s::regclass AND mode = 'RowExclusiveLock' AND pid IS DISTINCT FROM pg_backend_pid()"
+)
+_STILL_OPEN_SQL = "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE virtualtransaction = ANY(%s)"
+
+
+def settled_max_id(*, table: str, wait_seconds: float) -> int | None:
+    """The highest committed id of `table` once no row at or below it can still appear; None if a writer
+    stayed open longer than `wait_seconds`.
+
+    Ids are drawn at insert and committed in any order: when id 101 is visible, id 100 may belong to a
+    transaction still open. Every id up to the visible maximum was drawn before that maximum was read,
+    by a transaction that held ROW EXCLUSIVE from before the draw until its end, so waiting for the
+    transactions holding it right after the read settles them all (CREATE INDEX CONCURRENTLY waits
+    the same way). SQLite has one writer at a time: ids commit in order.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT MAX(id) FROM {connection.ops.quote_name(table)}")
+        top = cursor.fetchone()[0] or 0
+        if connection.vendor != "postgresql":
+            return top
+        cursor.execute(_WRITERS_SQL, [table])
+        writers = [row[0] for row in cursor.fetchall()]
+        deadline = time.monotonic() + wait_seconds
+        while writers:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)
+            cursor.execute(_STILL_OPEN_SQL, [writers])
+            writers = [row[0] for row in cursor.fetchall()]
+    return top
+
+
+@transaction.atomic
+def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
+    """Adds `model`'s rows above its watermark into the totals and moves the watermark, in one transaction
+    (a reader sees both or neither). Concurrent runs queue on the watermark row. Returns the new watermark,
+    or None when a writer kept the table open (nothing changes; the next run catches up)."""
+    table = model._meta.db_table
+    Watermark.objects.bulk_create([Watermark(source=table)], ignore_conflicts=True)
+    mark = Watermark.objects.select_for_update().get(source=table)
+    top = settled_max_id(table=table, wait_seconds=wait_seconds)
+    if top is None:
+        return None
+    if top > mark.last_id:
+        with connection.cursor() as cursor:
+            cursor.execute(_ADD_SQL[model], [mark.last_id, top])
+        Watermark.objects.filter(pk=mark.pk).update(last_id=top, rolled_up_at=timezone.now())
+    return max(top, mark.last_id)
+
+
+def numbers_roll_up(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, int | None]:
+    """Every source in turn: `{table: watermark}` (None: skipped this time, a writer stayed open)."""
+    return {model._meta.db_table: source_roll_up(model=model, wait_seconds=wait_seconds) for model in _ADD_SQL}
+
+
+@transaction.atomic
+def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, int | None]:
+    """Drops the totals and adds everything again, for after rows were deleted by hand; readers see the
+    old totals until it commits."""
+    LinkTotals.objects.all().delete()
+    CampaignTotals.objects.all().delete()
+    Watermark.objects.all().update(last_id=0, rolled_up_at=None)
+    return numbers_roll_up(wait_seconds=wait_seconds)
