@@ -67,7 +67,7 @@ $PY manage.py migrate --noinput >/dev/null
 $PY bench/seed.py "$SEED" "${BENCH_CLICKS:-20000}" "${BENCH_CUSTOMERS:-5000}"
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
-.venv/bin/gunicorn lftrack.wsgi --bind "127.0.0.1:$PORT" --workers "$WORKERS" --threads "$THREADS" \
+.venv/bin/gunicorn "${BENCH_WSGI:-lftrack.wsgi}" --bind "127.0.0.1:$PORT" --workers "$WORKERS" --threads "$THREADS" \
   --worker-class "${BENCH_WORKER_CLASS:-gthread}" --keep-alive 30 --log-level warning &
 GUNICORN_PID=$!
 for _ in $(seq 1 50); do

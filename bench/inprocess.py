@@ -1,6 +1,7 @@
 """Python CPU per conversion request, in-process: the whole WSGI stack without gunicorn or wrk.
 
 Usage: DATABASE_URL=... REDIS_URL=... python bench/inprocess.py [REQUESTS] [--profile]
+       BENCH_FLOOR=drf ... python bench/inprocess.py   # one of bench/floor.py's levels instead
 
 Seeds its own workspace, token and clicks (the database must be migrated), then sends REQUESTS
 conversions (the same mix as bench/conversions.lua) straight to Django's WSGI handler on one thread
@@ -25,11 +26,7 @@ os.environ.setdefault("CONN_MAX_AGE", "600")
 for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP"):
     os.environ.setdefault(name, "10000000/m")
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
+from bench.floor import application as app  # noqa: E402  (BENCH_FLOOR picks the level; default: lftrack)
 from django.db import transaction  # noqa: E402
 
 from clicks.models import Click  # noqa: E402
@@ -69,7 +66,6 @@ def main() -> None:
     count = int(next((a for a in sys.argv[1:] if a.isdigit()), 2000))
     token, clicks = seed()
     run = secrets.token_hex(4)
-    app = WSGIHandler()
     statuses: dict[str, int] = {}
 
     def start_response(status, headers, exc_info=None):

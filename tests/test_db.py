@@ -1,9 +1,12 @@
 """lftrack.db: the API's hot statements are prepared once per PostgreSQL connection."""
+import time
+
 import pytest
-from django.db import connection
+from django.db import close_old_connections, connection, connections
 from django.test import override_settings
 
 from lftrack.db import prepared_cursor
+from conversions.models import ConversionEvent
 from tests.conftest import requires_postgres
 from tests.factories import ClickFactory
 
@@ -55,3 +58,38 @@ def test_prepared_cursor_is_a_django_cursor_on_any_database():
     with prepared_cursor() as cursor:
         cursor.execute("SELECT %s + %s", [2, 3])
         assert cursor.fetchone() == (5,)
+
+
+@requires_postgres
+def test_an_open_connection_is_usable():
+    connection.ensure_connection()
+    assert connection.is_usable()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_request_on_a_connection_postgresql_dropped_reconnects_instead_of_failing(api, acme_token):
+    """A restart or failover drops persistent connections; the next request on one must not be a 500."""
+    click = ClickFactory(link__post__workspace=acme_token.workspace, workspace=acme_token.workspace)
+    body = {"event": "lead", "click_id": click.click_id}
+    persistent = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = None  # the suite closes connections after each request
+    try:
+        assert api.post("/api/v1/conversions", body, token=acme_token).status_code == 201
+        pid = connection.connection.info.backend_pid
+        other = connections.create_connection("default")
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        other.close()
+        deadline = time.monotonic() + 5
+        while connection.is_usable() and time.monotonic() < deadline:  # the notice is on its way
+            time.sleep(0.01)
+        assert not connection.is_usable()
+
+        close_old_connections()  # what every request starts with under gunicorn; the test client skips it
+        assert api.post("/api/v1/conversions", body, token=acme_token).status_code == 201
+        assert connection.connection.info.backend_pid != pid
+        assert ConversionEvent.objects.filter(click=click).count() == 2
+    finally:
+        connection.settings_dict["CONN_MAX_AGE"] = persistent
+        connection.close()
