@@ -68,7 +68,7 @@ $PY bench/seed.py "$SEED" "${BENCH_CLICKS:-20000}" "${BENCH_CUSTOMERS:-5000}"
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 .venv/bin/gunicorn "${BENCH_WSGI:-lftrack.wsgi}" --bind "127.0.0.1:$PORT" --workers "$WORKERS" --threads "$THREADS" \
-  --worker-class "${BENCH_WORKER_CLASS:-gthread}" --keep-alive 30 --log-level warning &
+  --worker-class "${BENCH_WORKER_CLASS:-gthread}" --keep-alive 30 --max-requests 0 --log-level warning &
 GUNICORN_PID=$!
 for _ in $(seq 1 50); do
   curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
