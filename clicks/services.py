@@ -44,6 +44,8 @@ def link_create(*, workspace: Workspace, destination: str, post_title: str | Non
         _url_validator(destination)
     except ValidationError:
         raise Unprocessable("destination must be an http or https URL") from None
+    if campaign is not None and campaign.workspace_id != workspace.pk:
+        raise Unprocessable(f"unknown campaign: {campaign.slug}")  # another workspace's, as the CLI says
     if post_title:
         post = Post.objects.filter(workspace=workspace, title=post_title[:200]).order_by("pk").first()
         if post is None:

@@ -11,6 +11,8 @@ from django.core.management.base import CommandError
 from campaigns.models import Campaign, CampaignEmail, Enrollment, Suppression
 from campaigns.services import campaign_lead_add
 from clicks.models import Link
+from clicks.services import link_create
+from lftrack.errors import Unprocessable
 from tests.campaigns.conftest import NOW
 from tests.factories import CampaignEmailFactory, CampaignFactory
 from workspaces.services import api_token_authenticate
@@ -74,6 +76,12 @@ def test_suppress(acme, campaign):
 def test_link_create_with_a_campaign(acme, campaign):
     result = run("link", "create", "acme", "https://e.com/a", "--post", "Launch", "--campaign", "spring")
     assert Link.objects.get(pk=result["id"]).post.campaign == campaign
+
+
+def test_link_create_refuses_another_workspaces_campaign(acme, globex_campaign):
+    with pytest.raises(Unprocessable, match="^unknown campaign: globex-only$"):
+        link_create(workspace=acme, destination="https://e.com/a", campaign=globex_campaign)
+    assert not Link.objects.exists()
 
 
 @pytest.mark.parametrize(
