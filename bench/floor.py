@@ -39,10 +39,10 @@ elif LEVEL in ("django", "drf"):
     from rest_framework import viewsets
     from rest_framework.response import Response
 
-    from conversions.api import ConversionInput  # noqa: E402
-    from lftrack.api import parse, request_json  # noqa: E402
-    from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key  # noqa: E402
-    from lftrack.views import healthz  # noqa: E402
+    from conversions.api import ConversionInput
+    from lftrack.api import parse, request_json
+    from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
+    from lftrack.views import healthz
 
     @csrf_exempt
     def plain(request):

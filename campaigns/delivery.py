@@ -16,6 +16,7 @@ class Delivery(Generic[T]):
 
     accepted: list[T] = field(default_factory=list)
     failed: list[tuple[T, str]] = field(default_factory=list)  # refused for good, or fate unknown: not retried
+    bounced: list[tuple[T, str]] = field(default_factory=list)  # the address refused for good (5xx to RCPT TO)
     retry: list[T] = field(default_factory=list)  # refused for now (4xx): certainly not sent
     released: list[T] = field(default_factory=list)  # never handed over: certainly not sent
     error: str = ""
@@ -67,6 +68,8 @@ def deliver(items: list[T], message: Callable[[T], EmailMessage], mailer: Mailer
             codes = [code for code, _ in exc.recipients.values()]
             if codes and all(400 <= code < 500 for code in codes):
                 delivery.retry.append(item)
+            elif codes and all(code >= 500 for code in codes):
+                delivery.bounced.append((item, describe(exc)))
             else:
                 delivery.failed.append((item, describe(exc)))
         except (smtplib.SMTPSenderRefused, smtplib.SMTPAuthenticationError, smtplib.SMTPHeloError) as exc:

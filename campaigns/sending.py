@@ -38,7 +38,9 @@ from campaigns.delivery import Delivery, Mailer, deliver
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.schedule import step_due_at
+from campaigns.services import suppression_add
 from campaigns.unsubscribe import unsubscribe_url
+from lftrack.errors import Unprocessable
 from lftrack.logs import request_id_var
 from workspaces.models import Workspace
 
@@ -106,7 +108,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
                 delivery = deliver(reservations, _message, mailer)
                 _record(delivery, now=timezone.now())
                 result.sent += len(delivery.accepted)
-                result.failed += len(delivery.failed)
+                result.failed += len(delivery.failed) + len(delivery.bounced)
                 result.deferred += len(delivery.retry) + len(delivery.released)
                 if delivery.error:
                     result.smtp_error = delivery.error
@@ -354,12 +356,26 @@ def _record(delivery: Delivery[_Reservation], *, now: datetime) -> None:
             EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in delivery.accepted]).update(
                 status=EmailSend.Status.SENT, error=""
             )
-        for reservation, error in delivery.failed:
+        for reservation, error in [*delivery.failed, *delivery.bounced]:
             EmailSend.objects.filter(pk=reservation.send.pk).update(error=error)
+        for reservation, _ in delivery.bounced:
+            _bounce(reservation)
         if delivery.retry:
             _release(delivery.retry, retry_at=now + RETRY_DELAY)
         if delivery.released:
             _release(delivery.released, retry_at=None)
+
+
+def _bounce(reservation: _Reservation) -> None:
+    """The server refused the address for good: suppress it as bounced, as a reported bounce would (this
+    stops the contact's enrollments). An address the suppression list refuses is logged, not fatal."""
+    email = reservation.enrollment.customer.email
+    try:
+        suppression_add(
+            workspace=reservation.enrollment.workspace, email=email, reason=Suppression.Reason.BOUNCED, channel="smtp"
+        )
+    except Unprocessable as exc:
+        logger.warning("bounced address not suppressed", extra={"send_id": reservation.send.pk, "error": exc.message})
 
 
 def _release(reservations: list[_Reservation], *, retry_at: datetime | None) -> None:

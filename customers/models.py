@@ -60,7 +60,7 @@ class CustomerActivity(models.Model):
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="activities", db_index=False)
     kind = models.CharField(max_length=32, choices=Kind.choices)
     # How the change came in: a customer's channels, or "email" for a link in an email we sent.
-    channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link")])
+    channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link"), ("smtp", "Mail server")])
     external_id = models.CharField(max_length=255, blank=True, default="")
     # For a move: the customer the external_id came from (moved_in) or went to (moved_out).
     other_customer = models.ForeignKey(

@@ -142,8 +142,12 @@ def test_refused_recipients_fail_for_good_or_are_tried_again_later(acme, spring,
     assert [rcpt for _, rcpt, _ in smtp_server.received] == [["ok@example.com"]]
     failed = EmailSend.objects.get(enrollment=gone)
     assert (failed.status, failed.error) == ("failed", "550 5.1.1 No such user")
+    # A 5xx to RCPT TO is a hard bounce: the address goes on the list, as a reported bounce would.
+    suppression = Suppression.objects.get()
+    assert (suppression.workspace, suppression.email, suppression.reason) == (acme, "gone@example.com", "bounced")
     gone.refresh_from_db()
-    assert (gone.last_sent_position, gone.next_send_at) == (1, now + timedelta(minutes=60))  # not retried
+    assert (gone.state, gone.last_sent_position, gone.next_send_at) == ("stopped", 1, None)  # not retried
+    assert gone.customer.activities.get(kind="suppressed").channel == "smtp"
     later.refresh_from_db()
     assert not EmailSend.objects.filter(enrollment=later).exists()
     assert (later.last_sent_position, later.last_sent_at, later.next_send_at) == (0, None, now + RETRY_DELAY)
