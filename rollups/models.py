@@ -25,10 +25,43 @@ class LinkTotals(models.Model):
 
 
 class CampaignTotals(models.Model):
-    """A campaign's leads up to the watermark of campaigns_campaignlead."""
+    """A campaign's leads up to the watermark of campaigns_campaignlead; its enrollments by state, sends,
+    complaints and unsubscribes up to the watermark of rollups_campaignnumberdelta."""
 
     campaign = models.OneToOneField(
         "campaigns.Campaign", on_delete=models.CASCADE, primary_key=True, related_name="totals"
     )
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
     leads = models.BigIntegerField(default=0)
+    enrollments_active = models.BigIntegerField(db_default=0)  # the leads roll-up inserts rows without it
+    enrollments_stopped = models.BigIntegerField(db_default=0)
+    enrollments_completed = models.BigIntegerField(db_default=0)
+    sends = models.BigIntegerField(db_default=0)
+    complaints = models.BigIntegerField(db_default=0)
+    unsubscribes = models.BigIntegerField(db_default=0)
+
+
+class CampaignNumberDelta(models.Model):
+    """How one statement changed a campaign's numbers, logged by database triggers (migration 0002) on
+    enrollments, email sends and suppressions inside that statement: the log holds exactly the committed
+    changes. `roll_up_numbers` adds rows up to the watermark into CampaignTotals and deletes them.
+
+    No foreign-key constraint: deleting a campaign deletes its enrollments, whose triggers log rows for
+    it while it goes (a constraint would fail at commit); the roll-up skips campaigns gone by then.
+    """
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    enrollments_active = models.IntegerField(default=0)
+    enrollments_stopped = models.IntegerField(default=0)
+    enrollments_completed = models.IntegerField(default=0)
+    sends = models.IntegerField(default=0)
+    complaints = models.IntegerField(default=0)
+    unsubscribes = models.IntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            # The admin's tail: a campaign's deltas above the watermark.
+            models.Index(fields=["campaign", "id"], name="rollups_numberdelta_tail"),
+        ]

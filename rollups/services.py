@@ -2,22 +2,27 @@
 
 Clicks, conversion events and campaign leads are append-only (deleted only with their link, campaign
 or workspace, whose totals go with them), so a total plus the rows above the watermark is an exact
-count at every moment. The write paths stay as they are: no trigger, no counter row, no extra statement.
+count at every moment; their write paths stay as they are: no trigger, no counter row, no extra statement.
+Enrollments, sends and suppressions change state: triggers (migration 0003) log each change of a
+campaign's numbers in the same statement as an append-only row of CampaignNumberDelta, rolled up the same way.
 """
 import time
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from campaigns.models import CampaignLead
+from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from conversions.models import ConversionEvent
-from rollups.models import CampaignTotals, LinkTotals, Watermark
+from customers.models import Customer
+from rollups.models import CampaignNumberDelta, CampaignTotals, LinkTotals, Watermark
 
 WRITER_WAIT_SECONDS = 10.0
 
 _LINKS = LinkTotals._meta.db_table
 _CAMPAIGNS = CampaignTotals._meta.db_table
+_DELTAS = CampaignNumberDelta._meta.db_table
+_NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed", "sends", "complaints", "unsubscribes"]
 
 # One set-based statement per source: the rows in (from, to] grouped per link or campaign, added in.
 # MIN(workspace_id): a link's rows all carry its workspace; grouping by link alone keeps one row per key.
@@ -43,7 +48,41 @@ _ADD_SQL = {
         f" WHERE id > %s AND id <= %s GROUP BY campaign_id"
         f" ON CONFLICT (campaign_id) DO UPDATE SET leads = {_CAMPAIGNS}.leads + excluded.leads"
     ),
+    # The join skips the deltas of campaigns deleted since (the log has no foreign key).
+    CampaignNumberDelta: (
+        f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {', '.join(_NUMBERS)})"
+        f" SELECT d.campaign_id, MIN(c.workspace_id), 0, {', '.join(f'SUM(d.{n})' for n in _NUMBERS)}"
+        f" FROM {_DELTAS} d JOIN {Campaign._meta.db_table} c ON c.id = d.campaign_id"
+        f" WHERE d.id > %s AND d.id <= %s GROUP BY d.campaign_id"
+        f" ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = {_CAMPAIGNS}.{n} + excluded.{n}' for n in _NUMBERS)}"
+    ),
 }
+
+# Counted from the source tables, for --rebuild: the same numbers the triggers log changes of.
+_RECOUNT_SQL = f"""
+WITH e AS (
+    SELECT campaign_id, SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END) AS active,
+        SUM(CASE WHEN state = 'stopped' THEN 1 ELSE 0 END) AS stopped,
+        SUM(CASE WHEN state = 'completed' THEN 1 ELSE 0 END) AS completed
+    FROM {Enrollment._meta.db_table} GROUP BY campaign_id
+), m AS (
+    SELECT campaign_id, SUM(CASE WHEN status = 'sent' THEN 1 ELSE 0 END) AS sends, COUNT(complained_at) AS complaints
+    FROM {EmailSend._meta.db_table} GROUP BY campaign_id
+), u AS (
+    SELECT en.campaign_id, COUNT(*) AS unsubscribes FROM {Enrollment._meta.db_table} en
+    JOIN {Customer._meta.db_table} cu ON cu.id = en.customer_id
+    JOIN {Suppression._meta.db_table} su ON su.workspace_id = en.workspace_id AND su.email = LOWER(cu.email)
+        AND su.reason = 'unsubscribed'
+    GROUP BY en.campaign_id
+)
+INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {', '.join(_NUMBERS)})
+SELECT c.id, c.workspace_id, 0, COALESCE(e.active, 0), COALESCE(e.stopped, 0), COALESCE(e.completed, 0),
+    COALESCE(m.sends, 0), COALESCE(m.complaints, 0), COALESCE(u.unsubscribes, 0)
+FROM {Campaign._meta.db_table} c LEFT JOIN e ON e.campaign_id = c.id LEFT JOIN m ON m.campaign_id = c.id
+    LEFT JOIN u ON u.campaign_id = c.id
+WHERE TRUE
+ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = excluded.{n}' for n in _NUMBERS)}
+"""
 
 # Transactions that may be inserting into the table: every INSERT takes ROW EXCLUSIVE on it before it
 # draws an id from the sequence, and keeps it until commit or rollback.
@@ -96,6 +135,8 @@ def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
     if top > mark.last_id:
         with connection.cursor() as cursor:
             cursor.execute(_ADD_SQL[model], [mark.last_id, top])
+            if model is CampaignNumberDelta:  # a log, not data: its rows are in the totals now
+                cursor.execute(f"DELETE FROM {table} WHERE id <= %s", [top])
         Watermark.objects.filter(pk=mark.pk).update(last_id=top, rolled_up_at=timezone.now())
     return max(top, mark.last_id)
 
@@ -107,9 +148,36 @@ def numbers_roll_up(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
 
 @transaction.atomic
 def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, int | None]:
-    """Drops the totals and adds everything again, for after rows were deleted by hand; readers see the
-    old totals until it commits."""
+    """Drops the totals and counts everything again from the source tables, for after rows were deleted or
+    changed by hand; readers see the old totals until it commits."""
     LinkTotals.objects.all().delete()
     CampaignTotals.objects.all().delete()
     Watermark.objects.all().update(last_id=0, rolled_up_at=None)
-    return numbers_roll_up(wait_seconds=wait_seconds)
+    result = {
+        model._meta.db_table: source_roll_up(model=model, wait_seconds=wait_seconds)
+        for model in _ADD_SQL
+        if model is not CampaignNumberDelta
+    }
+    result[_DELTAS] = campaign_numbers_recount()  # last: it holds off state changes until the commit
+    return result
+
+
+def campaign_numbers_recount() -> int:
+    """Enrollments by state, sends, complaints and unsubscribes counted from the source tables, with the
+    delta log's watermark at its newest row; inside the caller's transaction. Returns the watermark.
+
+    Every change of those numbers writes a delta in its own statement, so a SHARE lock on the log waits
+    for the transactions that changed them and holds off new ones until the commit: the count and the
+    watermark then describe the same committed rows (SQLite has one writer at a time anyway).
+    """
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"LOCK TABLE {_DELTAS} IN SHARE MODE")
+        cursor.execute(f"SELECT MAX(id) FROM {_DELTAS}")
+        top = cursor.fetchone()[0] or 0
+        cursor.execute(_RECOUNT_SQL)
+        cursor.execute(f"DELETE FROM {_DELTAS} WHERE id <= %s", [top])
+    mark, _ = Watermark.objects.get_or_create(source=_DELTAS)
+    last_id = max(top, mark.last_id)
+    Watermark.objects.filter(pk=mark.pk).update(last_id=last_id, rolled_up_at=timezone.now())
+    return last_id

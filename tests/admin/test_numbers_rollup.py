@@ -10,7 +10,7 @@ from django.urls import reverse
 from campaigns.models import CampaignLead
 from clicks.models import Click
 from conversions.models import ConversionEvent
-from rollups.models import LinkTotals, Watermark
+from rollups.models import CampaignNumberDelta, LinkTotals, Watermark
 from rollups.services import numbers_rebuild, numbers_roll_up
 from tests.factories import (
     CampaignFactory,
@@ -111,18 +111,21 @@ def test_command_prints_each_tables_watermark_and_rebuild_recounts(acme):
     campaign = CampaignFactory(workspace=acme)
     link = LinkFactory(post__workspace=acme)
     activity(link, campaign, 2)
+    newest_delta = CampaignNumberDelta.objects.latest("pk").pk  # the log's rows go once rolled up
     out = StringIO()
     call_command("roll_up_numbers", stdout=out)
     assert json.loads(out.getvalue()) == {
         "clicks_click": Click.objects.latest("pk").pk,
         "conversions_conversionevent": ConversionEvent.objects.latest("pk").pk,
         "campaigns_campaignlead": CampaignLead.objects.latest("pk").pk,
+        "rollups_campaignnumberdelta": newest_delta,
     }
+    assert not CampaignNumberDelta.objects.exists()
     Click.objects.filter(pk=Click.objects.latest("pk").pk).delete()  # by hand: totals are now one too many
     assert LinkTotals.objects.get(link=link).clicks == 2
     numbers_rebuild()
     assert (LinkTotals.objects.get(link=link).clicks, campaign.totals.leads) == (1, 2)
-    assert Watermark.objects.count() == 3
+    assert Watermark.objects.count() == 4
 
 
 def test_command_refuses_a_silly_wait(acme):

@@ -1,4 +1,6 @@
-"""Email backends for tests that need a worker to die while it hands a message over."""
+"""Email backends for tests that need a worker to die while it hands a message over, or a server to refuse."""
+import smtplib
+
 from django.core.mail.backends.locmem import EmailBackend
 
 
@@ -11,3 +13,10 @@ class DyingBackend(EmailBackend):
 
     def send_messages(self, messages):
         raise WorkerDied("killed while handing the message to the SMTP server")
+
+
+class TemporaryRefusalBackend(EmailBackend):
+    """The locmem outbox, except that the server refuses every recipient for now (451): sends are released."""
+
+    def send_messages(self, messages):
+        raise smtplib.SMTPRecipientsRefused({message.to[0]: (451, b"try again later") for message in messages})
