@@ -47,6 +47,7 @@ printf '%-34s %6s %9s %9s\n' page status "p50 ms" "p90 ms"
 for page in \
   "contacts list|/admin/customers/customer/" \
   "contacts search|/admin/customers/customer/?q=person4242" \
+  "contacts search, 1 match in both|/admin/customers/customer/?q=person4242%40" \
   "contacts filter (source=pixel)|/admin/customers/customer/?source__exact=pixel" \
   "contact page|/admin/customers/customer/$CONTACT/change/" \
   "recipients list|/admin/campaigns/enrollment/?campaign__id__exact=$CAMPAIGN" \
