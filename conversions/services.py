@@ -96,7 +96,8 @@ def conversion_record(
     conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False
     conversion._state.db = connection.alias
-    in_campaign = row[3] is not None if postgresql else True  # elsewhere the enrollment looks for the campaign
+    # SQLite has no data-modifying CTE: there the enrollment looks for the campaign itself.
+    in_campaign = row[3] is not None if postgresql else True
     if in_campaign:
         campaign_enroll_from_conversion(conversion=conversion, customer_created=match is not None and match.created)
     return conversion
