@@ -6,17 +6,11 @@ PostgreSQL (inserts keep going while it builds, seconds on millions of rows), pl
 import django.db.models.deletion
 from django.db import migrations, models
 
+from lftrack.schema import index_swap
+
 TABLE = "campaigns_campaignlead"
 NEW, COLUMNS = "campaigns_campaignlead_tail", "campaign_id, id"  # the index this migration builds
 OLD, OLD_COLUMNS = "campaigns_campaignlead_campaign_id_0d317bb1", "campaign_id"  # the one it replaces
-
-
-def swap(build: str, build_columns: str, drop: str):
-    def run(apps, schema_editor):
-        concurrently = " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
-        schema_editor.execute(f"CREATE INDEX{concurrently} IF NOT EXISTS {build} ON {TABLE} ({build_columns})")
-        schema_editor.execute(f"DROP INDEX{concurrently} IF EXISTS {drop}")
-    return run
 
 
 class Migration(migrations.Migration):
@@ -38,6 +32,6 @@ class Migration(migrations.Migration):
                     index=models.Index(fields=["campaign", "id"], name="campaigns_campaignlead_tail"),
                 ),
             ],
-            database_operations=[migrations.RunPython(swap(NEW, COLUMNS, OLD), swap(OLD, OLD_COLUMNS, NEW))],
+            database_operations=[index_swap(TABLE, build=(NEW, COLUMNS), drop=(OLD, OLD_COLUMNS))],
         ),
     ]
