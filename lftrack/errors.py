@@ -102,6 +102,13 @@ def first_message(detail: object) -> str:
 
 def exception_handler(exc: Exception, context: dict) -> Response:
     """DRF's EXCEPTION_HANDLER: every API error, including unexpected ones, becomes `{"error": ...}`."""
+    if isinstance(exc, (drf.AuthenticationFailed, drf.NotAuthenticated)) and context.get("view") is not None:
+        from lftrack.ratelimit import unauthenticated_count  # it raises our errors: imported here, not at the top
+
+        try:
+            unauthenticated_count(context["view"], context["request"])
+        except RateLimited as limited:
+            exc = limited
     status, message, headers = _status_and_message(exc)
     if status == 500:
         request = context.get("request")

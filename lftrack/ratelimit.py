@@ -156,6 +156,20 @@ def rate_limit(*limits: Limit):
                 response["X-RateLimit-Remaining"] = str(tightest[1])
             return response
 
+        wrapper.limits = limits
         return wrapper
 
     return decorator
+
+
+def unauthenticated_count(view, request) -> None:
+    """Count a request refused at authentication against its action's per-address limits.
+
+    DRF authenticates before the action, so `rate_limit` never sees a request with a bad or missing
+    token or key; without this, a flood of them from one address would cost a lookup each, unlimited.
+    Raises RateLimited when the address is over its limit (the 429 then replaces the 401).
+    """
+    action = getattr(view, getattr(view, "action", None) or "", None)
+    limits = tuple(limit for limit in getattr(action, "limits", ()) if limit.key is ip_key)
+    if limits:
+        limits_enforce(request, limits)

@@ -81,6 +81,18 @@ def test_ip_limit_counts_every_token_from_one_address(api, acme, globex, click):
     assert api.post(URL, sale(click, 9), token=tokens[0], REMOTE_ADDR="203.0.113.8").status_code == 201
 
 
+@override_settings(RATELIMIT_CONVERSIONS_TOKEN="100/m", RATELIMIT_CONVERSIONS_IP="3/m")
+def test_requests_refused_at_authentication_count_against_the_ip_limit(api, acme_token, click):
+    address = {"REMOTE_ADDR": "203.0.113.9"}
+    assert_api_error(api.post(URL, sale(click), token="lf_" + "x" * 43, **address), 401, "unauthorized")
+    assert_api_error(api.post(URL, sale(click), **address), 401, "unauthorized")  # no token at all
+    assert api.post(URL, sale(click), token=acme_token, **address).status_code == 201
+    # The address's budget is spent, whatever the credentials.
+    assert_rate_limited(api.post(URL, sale(click, 1), token="lf_" + "y" * 43, **address), 3)
+    assert_rate_limited(api.post(URL, sale(click, 2), token=acme_token, **address), 3)
+    assert ConversionEvent.objects.count() == 1
+
+
 @override_settings(RATELIMIT_CONVERSIONS_TOKEN="100/m", RATELIMIT_CONVERSIONS_IP="2/m", TRUSTED_PROXY_COUNT=1)
 def test_ip_limit_behind_a_proxy_cannot_be_dodged_with_a_forged_header(api, acme_token, click):
     # The proxy (REMOTE_ADDR 10.0.0.2) appends the address it saw; anything left of it is the client's word.
