@@ -7,7 +7,12 @@ Seeds its own workspace, token and clicks (the database must be migrated), then 
 conversions (the same mix as bench/conversions.lua) straight to Django's WSGI handler on one thread
 and prints this process's CPU time per request. PostgreSQL's and Redis's time is theirs, not
 counted, so the figure is the Python cost a gunicorn worker pays per request before its own HTTP
-handling, and it barely moves with other load on the machine. --profile prints cProfile's top 40.
+handling. It still moves with the host's speed; to compare code, count instructions instead, which
+are deterministic (per request: the difference between two counts, divided by their difference):
+
+    BENCH_WARMUP_REQUESTS=20 valgrind --tool=callgrind .venv/bin/python bench/inprocess.py 300   # and 100
+
+--profile prints cProfile's top 40.
 """
 import io
 import json
