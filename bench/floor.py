@@ -39,9 +39,9 @@ elif LEVEL in ("django", "drf"):
     from rest_framework import viewsets
     from rest_framework.response import Response
 
-    from conversions.api import ConversionInput
+    from conversions.api import CONVERSION_LIMITS, ConversionInput
     from lftrack.api import parse, request_json
-    from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
+    from lftrack.ratelimit import rate_limit
     from lftrack.views import healthz
 
     @csrf_exempt
@@ -49,10 +49,7 @@ elif LEVEL in ("django", "drf"):
         return HttpResponse(BODY, status=201, content_type="application/json")
 
     class FloorViewSet(viewsets.ViewSet):
-        @rate_limit(
-            Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
-            Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
-        )
+        @rate_limit(*CONVERSION_LIMITS)
         def create(self, request):
             parse(ConversionInput, request_json(request))
             return Response(json.loads(BODY), status=201)

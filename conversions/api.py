@@ -157,6 +157,12 @@ CONVERSION_ERRORS = [
 ]
 
 
+CONVERSION_LIMITS = (
+    Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
+    Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
+)
+
+
 class ConversionViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="conversion_create",
@@ -204,10 +210,7 @@ class ConversionViewSet(viewsets.ViewSet):
             ),
         ],
     )
-    @rate_limit(
-        Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
-        Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
-    )
+    @rate_limit(*CONVERSION_LIMITS)
     def create(self, request) -> Response:
         data = parse(ConversionInput, request_json(request))
         # META, not request.headers: that would build a dict of every header first.
