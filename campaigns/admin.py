@@ -49,12 +49,11 @@ def with_campaign_numbers(queryset: QuerySet) -> QuerySet:
     def number(field: str) -> CombinedExpression:
         return total_of(totals, field) + sum_of(deltas, "campaign", field)
 
-    active, stopped, completed = number("enrollments_active"), number("enrollments_stopped"), number("enrollments_completed")
     return queryset.annotate(
         n_leads=total_of(totals, "leads") + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
-        n_active=active,
-        n_stopped=stopped,
-        n_completed=completed,
+        n_active=number("enrollments_active"),
+        n_stopped=number("enrollments_stopped"),
+        n_completed=number("enrollments_completed"),
         n_enrollments=F("n_active") + F("n_stopped") + F("n_completed"),
         n_sends=number("sends"),
         n_unsubscribes=number("unsubscribes"),
