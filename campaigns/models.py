@@ -1,4 +1,4 @@
-"""Campaign, CampaignEmail, Enrollment, CampaignLead, Suppression and EmailSend."""
+"""Campaign, CampaignPost, CampaignEmail, Enrollment, CampaignLead, Suppression and EmailSend."""
 from django.db import models
 from django.db.models import Q
 
@@ -23,6 +23,25 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.slug
+
+
+class CampaignPost(models.Model):
+    """A post whose links enroll their converting customers in a campaign; a post is in one campaign at most.
+
+    Owned here, not a field of the post: clicks sit below campaigns and never refer up to them.
+    """
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    # Not indexed alone: campaigns_campaignpost_by_camp serves "the posts of a campaign".
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="campaign_posts", db_index=False)
+    post = models.OneToOneField("clicks.Post", on_delete=models.CASCADE, related_name="campaign_post")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "post"], name="campaigns_campaignpost_by_camp")]
+
+    def __str__(self) -> str:
+        return f"{self.post} in {self.campaign}"
 
 
 class CampaignEmail(models.Model):
@@ -106,9 +125,8 @@ class CampaignLead(models.Model):
     outcome = models.CharField(max_length=10, choices=Outcome.choices)
     # "api" for the leads endpoint; a conversion's channel when it enrolled automatically.
     channel = models.CharField(max_length=10)
-    conversion = models.ForeignKey(
-        "conversions.ConversionEvent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    # The conversion that enrolled them: a plain id, as conversions sit above campaigns.
+    conversion_id = models.BigIntegerField(null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

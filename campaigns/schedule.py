@@ -42,15 +42,10 @@ def step_due_at(*, enrollment: Enrollment, delay_minutes: int) -> datetime:
 
 
 class _Minutes(models.Func):
-    """An integer number of minutes as a duration (an interval on PostgreSQL, microseconds on SQLite)."""
+    """An integer number of minutes as an interval."""
 
     output_field = models.DurationField()
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="make_interval(mins => %(expressions)s)", **extra)
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="(%(expressions)s * 60000000)", **extra)
+    template = "make_interval(mins => %(expressions)s)"
 
 
 def next_send_at_expression() -> models.Expression:
@@ -62,7 +57,6 @@ def next_send_at_expression() -> models.Expression:
         .order_by("position")
         .values("delay_minutes")[:1]
     )
-    # Coalesce: GREATEST skips NULLs on PostgreSQL, SQLite's MAX() does not.
     since = Greatest(
         F("enrolled_at"), Coalesce("resumed_at", "enrolled_at"), Coalesce("last_sent_at", "enrolled_at")
     )

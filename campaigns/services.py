@@ -12,9 +12,10 @@ from django.db.models import Exists, Max, OuterRef, Value
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from campaigns.models import Campaign, CampaignEmail, CampaignLead, Enrollment, Suppression
+from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
-from conversions.models import ConversionEvent
+from clicks.models import Link, Post
+from clicks.services import link_create
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
 from lftrack.errors import NotFound, Unprocessable
@@ -26,10 +27,12 @@ __all__ = [
     "campaign_create",
     "campaign_email_activate",
     "campaign_email_add",
-    "campaign_enroll_from_conversion",
+    "campaign_enroll",
     "campaign_get",
     "campaign_lead_add",
+    "campaign_link_create",
     "campaign_pause",
+    "campaign_post_set",
     "campaign_resume",
     "enrollment_next_send_at",
     "enrollment_resume",
@@ -140,9 +143,8 @@ def _lock_sequence(campaign_id: int) -> None:
 
 
 def _share_sequence(campaign_id: int) -> None:
-    if connection.vendor == "postgresql":  # SQLite has one writer at a time anyway
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT 1 FROM {Campaign._meta.db_table} WHERE id = %s FOR SHARE", [campaign_id])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {Campaign._meta.db_table} WHERE id = %s FOR SHARE", [campaign_id])
 
 
 def _schedule_for_step(email: CampaignEmail) -> int:
@@ -181,6 +183,35 @@ def campaign_resume(*, campaign: Campaign) -> Campaign:
 
 
 # ---------------------------------------------------------------------------------------------
+# Posts
+
+
+@transaction.atomic
+def campaign_post_set(*, post: Post, campaign: Campaign | None) -> None:
+    """Put `post` in `campaign` (its links' conversions then enroll there), or in none. Another workspace's
+    campaign is unknown."""
+    if campaign is None:
+        CampaignPost.objects.filter(post=post).delete()
+        return
+    if campaign.workspace_id != post.workspace_id:
+        raise Unprocessable(f"unknown campaign: {campaign.slug}")
+    CampaignPost.objects.update_or_create(post=post, defaults={"campaign": campaign, "workspace_id": post.workspace_id})
+
+
+@transaction.atomic
+def campaign_link_create(
+    *, workspace: Workspace, destination: str, campaign: Campaign | None, post_title: str | None = None
+) -> Link:
+    """`link_create`, and the link's post put in `campaign` when one is given."""
+    if campaign is not None and campaign.workspace_id != workspace.pk:
+        raise Unprocessable(f"unknown campaign: {campaign.slug}")  # checked before anything is written
+    link = link_create(workspace=workspace, destination=destination, post_title=post_title)
+    if campaign is not None:
+        campaign_post_set(post=link.post, campaign=campaign)
+    return link
+
+
+# ---------------------------------------------------------------------------------------------
 # Enrollment
 
 
@@ -199,38 +230,17 @@ def campaign_lead_add(
         external_id=external_id,
         overwrite_name=True,
     )
-    return _enroll(campaign=campaign, customer=match.customer, created=match.created, channel=channel)
+    return campaign_enroll(campaign=campaign, customer=match.customer, created=match.created, channel=channel)
 
 
-def campaign_enroll_from_conversion(
-    *, conversion: ConversionEvent, customer_created: bool = False
-) -> LeadResult | None:
-    """Enroll the conversion's customer in the campaign of its link's post (CONTRACT.md section 6).
-
-    `customer_created` says the conversion's request created the customer (outcome `created`).
-    None when there is nothing to enroll: no customer, a customer without an email, or a post
-    outside any campaign. A suppressed customer gives the `suppressed` result and no enrollment.
-    """
-    if conversion.customer_id is None:
-        return None  # no query on the common path of conversions without customer data
-    customer = conversion.customer
-    if not customer.email:
-        return None
-    campaign = Campaign.objects.filter(workspace_id=conversion.workspace_id, posts__links=conversion.link_id).first()
-    if campaign is None:
-        return None
-
-    # No savepoint: this runs inside conversion_record's transaction, on the conversions hot path.
-    with transaction.atomic(savepoint=False):
-        return _enroll(
-            campaign=campaign, customer=customer, created=customer_created, channel=conversion.channel, conversion=conversion
-        )
-
-
-def _enroll(*, campaign: Campaign, customer: Customer, created: bool, channel: str, conversion=None) -> LeadResult:
-    """The SPEC 3 table for a matched contact, inside the caller's transaction.
+def campaign_enroll(
+    *, campaign: Campaign, customer: Customer, created: bool, channel: str, conversion_id: int | None = None
+) -> LeadResult:
+    """Enroll a matched contact (docs/enrollment.md, the outcomes table), inside the caller's transaction.
 
     `created` says this request created the contact (outcome `created`; no enrollment can exist yet).
+    Reads only `pk` and `workspace_id` of `campaign`. `conversion_id` is the conversion that enrolled
+    them, if one did.
     """
     if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email):
         return LeadResult(LeadOutcome.SUPPRESSED, customer, None)
@@ -253,7 +263,7 @@ def _enroll(*, campaign: Campaign, customer: Customer, created: bool, channel: s
         enrollment=enrollment,
         outcome=outcome,
         channel=channel,
-        conversion=conversion,
+        conversion_id=conversion_id,
     )
     return LeadResult(outcome, customer, enrollment)
 

@@ -1,12 +1,25 @@
 """Posts and links with their clicks, leads, sales and revenue: rolled-up totals plus the live tail (rollups/)."""
+from django import forms
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet
 from django.utils.html import format_html
 
+from campaigns.models import Campaign
+from campaigns.services import campaign_post_set
 from clicks.models import Click, Link, Post
 from conversions.models import ConversionEvent
-from lftrack.admin import MEMBERS, OWNERS, WorkspaceScopedAdmin, WorkspaceScopedInline, cents, count_of, sum_of
+from lftrack.admin import (
+    MEMBERS,
+    OWNERS,
+    WorkspaceModelForm,
+    WorkspaceScopedAdmin,
+    WorkspaceScopedInline,
+    cents,
+    count_of,
+    scope,
+    sum_of,
+)
 from rollups.models import LinkTotals
 from rollups.queries import tail, total_of
 
@@ -76,16 +89,27 @@ class LinkInline(NumbersColumns, WorkspaceScopedInline):
         return format_html('<a href="{0}/l/{1}">/l/{1}</a>', settings.PUBLIC_BASE_URL, obj.key)
 
 
+class PostForm(WorkspaceModelForm):
+    """The post's title, and its campaign (a CampaignPost row, written by campaign_post_set)."""
+
+    campaign = forms.ModelChoiceField(queryset=Campaign.objects.none(), required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        link = getattr(self.instance, "campaign_post", None)  # selected with the post: no query
+        if link is not None:
+            self.initial.setdefault("campaign", link.campaign_id)
+
+
 @admin.register(Post)
 class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
     """A post's links and what they brought in. Owners may rename it or move it to a campaign."""
 
     view_roles = MEMBERS
     change_roles = OWNERS
+    form = PostForm
     list_display = ["title", "campaign", "links", "clicks", "leads", "sales", "revenue", "created_at"]
-    list_filter = ["campaign", "workspace"]
-    list_select_related = ["campaign"]
-    autocomplete_fields = ["campaign"]
+    list_filter = [("campaign_post__campaign", admin.RelatedOnlyFieldListFilter), "workspace"]
     search_fields = ["title"]
     ordering = ["-created_at", "-pk"]
     fields = ["title", "campaign", "links", "clicks", "leads", "sales", "revenue", "created_at"]
@@ -94,7 +118,27 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
     actions = []
 
     def get_queryset(self, request):
-        return with_post_numbers(super().get_queryset(request))
+        # Joined here, not only in the list: the change page's form reads the post's campaign too. The
+        # changelist then skips list_select_related, so the workspace column's join is here as well.
+        queryset = super().get_queryset(request).select_related("workspace", "campaign_post__campaign")
+        return with_post_numbers(queryset)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        if "campaign" in form.base_fields:  # absent from a read-only page
+            campaigns = scope(Campaign.objects.order_by("name", "pk"), request, self.change_roles)
+            form.base_fields["campaign"].queryset = campaigns
+        return form
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if "campaign" in form.changed_data:
+            campaign_post_set(post=obj, campaign=form.cleaned_data["campaign"])
+
+    @admin.display(description="campaign", ordering="campaign_post__campaign__name")
+    def campaign(self, obj: Post) -> str:
+        link = getattr(obj, "campaign_post", None)
+        return str(link.campaign) if link is not None else "-"
 
     @admin.display(description="links", ordering="n_links")
     def links(self, obj: Post) -> int:

@@ -15,9 +15,6 @@ def new_click_id() -> str:
 class Post(models.Model):
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="posts")
     title = models.CharField(max_length=200)
-    campaign = models.ForeignKey(
-        "campaigns.Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="posts"
-    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -36,7 +36,7 @@ def _clean(value: str, limit: int) -> str:
 
 
 @transaction.atomic
-def link_create(*, workspace: Workspace, destination: str, post_title: str | None = None, campaign=None) -> Link:
+def link_create(*, workspace: Workspace, destination: str, post_title: str | None = None) -> Link:
     """A tracked link. `post_title` names an existing or new post; without it the link gets its own post."""
     if len(destination) > 2048:
         raise Unprocessable("destination is too long")
@@ -44,17 +44,12 @@ def link_create(*, workspace: Workspace, destination: str, post_title: str | Non
         _url_validator(destination)
     except ValidationError:
         raise Unprocessable("destination must be an http or https URL") from None
-    if campaign is not None and campaign.workspace_id != workspace.pk:
-        raise Unprocessable(f"unknown campaign: {campaign.slug}")  # another workspace's, as the CLI says
     if post_title:
         post = Post.objects.filter(workspace=workspace, title=post_title[:200]).order_by("pk").first()
         if post is None:
             post = Post.objects.create(workspace=workspace, title=post_title[:200])
     else:
         post = Post.objects.create(workspace=workspace, title=destination[:200])
-    if campaign is not None and post.campaign_id != campaign.pk:
-        post.campaign = campaign
-        post.save(update_fields=["campaign"])
     for _ in range(5):  # a 48-bit key collides almost never; retry rather than fail when it does
         try:
             with transaction.atomic():

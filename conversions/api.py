@@ -39,7 +39,7 @@ from lftrack.api import (
     parse,
     request_json,
 )
-from lftrack.auth import HasTrackingKey, TrackingKeyAuthentication
+from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from lftrack.errors import Forbidden
 from lftrack.openapi import error_response_object, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key

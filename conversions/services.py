@@ -8,8 +8,9 @@ from typing import Any, Callable
 from django.db import connection, transaction
 from django.utils import timezone
 
-from campaigns.services import campaign_enroll_from_conversion
-from clicks.models import Click, Link, Post
+from campaigns.models import Campaign, CampaignPost
+from campaigns.services import LeadResult, campaign_enroll
+from clicks.models import Click, Link
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
@@ -29,11 +30,14 @@ _INSERT_SQL = (
     " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s"
     f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s RETURNING id, click_id, link_id"
 )
-# PostgreSQL: the same round trip also says whether the link's post is in a campaign, so the
+# The same round trip also finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
 _RECORD_SQL = (
-    f"WITH event AS ({_INSERT_SQL}) SELECT event.id, event.click_id, event.link_id, post.campaign_id FROM event"
-    f" JOIN {Link._meta.db_table} link ON link.id = event.link_id JOIN {Post._meta.db_table} post ON post.id = link.post_id"
+    f"WITH event AS ({_INSERT_SQL}) SELECT event.id, event.click_id, event.link_id, campaign.id FROM event"
+    f" JOIN {Link._meta.db_table} link ON link.id = event.link_id"
+    f" LEFT JOIN ({CampaignPost._meta.db_table} cp JOIN {Campaign._meta.db_table} campaign"
+    " ON campaign.id = cp.campaign_id AND campaign.workspace_id = cp.workspace_id)"
+    " ON cp.post_id = link.post_id AND cp.workspace_id = link.workspace_id"
 )
 
 
@@ -74,10 +78,9 @@ def conversion_record(
         occurred_at=timezone.now(),
         channel=channel,
     )
-    postgresql = connection.vendor == "postgresql"
     with prepared_cursor() as cursor:
         cursor.execute(
-            _RECORD_SQL if postgresql else _INSERT_SQL,
+            _RECORD_SQL,
             [
                 matched.pk if matched is not None else None,
                 conversion.event,
@@ -96,11 +99,33 @@ def conversion_record(
     conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False
     conversion._state.db = connection.alias
-    # SQLite has no data-modifying CTE: there the enrollment looks for the campaign itself.
-    in_campaign = row[3] is not None if postgresql else True
-    if in_campaign:
-        campaign_enroll_from_conversion(conversion=conversion, customer_created=match is not None and match.created)
+    if row[3] is not None:
+        conversion_enroll(conversion=conversion, campaign_id=row[3], customer_created=match is not None and match.created)
     return conversion
+
+
+def conversion_enroll(*, conversion: ConversionEvent, campaign_id: int, customer_created: bool = False) -> LeadResult | None:
+    """Enroll the conversion's customer in `campaign_id`, the campaign of its link's post (docs/enrollment.md).
+
+    `customer_created` says the conversion's request created the customer (outcome `created`).
+    None when there is nothing to enroll: no customer, or a customer without an email. A suppressed
+    customer gives the `suppressed` result and no enrollment.
+    """
+    if conversion.customer_id is None:
+        return None  # no query on the common path of conversions without customer data
+    customer = conversion.customer
+    if not customer.email:
+        return None
+    campaign = Campaign(pk=campaign_id, workspace_id=conversion.workspace_id)  # all enrolling needs of it
+    # No savepoint: this runs inside conversion_record's transaction, on the conversions hot path.
+    with transaction.atomic(savepoint=False):
+        return campaign_enroll(
+            campaign=campaign,
+            customer=customer,
+            created=customer_created,
+            channel=conversion.channel,
+            conversion_id=conversion.pk,
+        )
 
 
 @dataclass(frozen=True)

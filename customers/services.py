@@ -36,19 +36,14 @@ _INSERT_SQL = (
     f"INSERT INTO {_CUSTOMER} (workspace_id, email, name, avatar_url, external_id, source, created_at, updated_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
 )
-_LOG_CREATED_SQL = (
-    f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-)
-# PostgreSQL: the customer and its "created" activity in one statement, nothing logged when the
-# insert was skipped.
+# The customer and its "created" activity in one statement, nothing logged when the insert was skipped.
 _INSERT_AND_LOG = (
     f"WITH created AS ({_INSERT_SQL}), logged AS ("
     f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
     " SELECT %s, id, %s, %s, %s, %s, %s FROM created)"
 )
 _INSERTED_SQL = _INSERT_AND_LOG + " SELECT id FROM created"
-# PostgreSQL, first round: create the person (rule 4, or rule 5 with a new external_id) or, when a
+# First round: create the person (rule 4, or rule 5 with a new external_id) or, when a
 # unique index says they are known, read the candidates: one round trip either way. The read shares
 # the statement's snapshot, so it can miss a row that a concurrent request committed while this
 # insert waited for it; the round then finds nobody, its own insert is skipped, and the next round
@@ -150,9 +145,6 @@ class _Request:
 
     def _insert_or_candidates(self) -> tuple[Customer | None, Customer | None, Customer | None]:
         """(created customer, or None and the candidates): a brand-new person costs one statement."""
-        if connection.vendor != "postgresql":  # no data-modifying CTEs: two statements
-            created = self._insert(external_id=self.external_id)
-            return (created, None, None) if created is not None else (None, *self._candidates())
         now = timezone.now()
         with prepared_cursor() as cursor:
             cursor.execute(
@@ -193,14 +185,8 @@ class _Request:
         now = timezone.now()
         params = self._insert_params(now, external_id)
         with prepared_cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute(_INSERTED_SQL, params)
-                row = cursor.fetchone()
-            else:
-                cursor.execute(_INSERT_SQL, params[:8])
-                row = cursor.fetchone()
-                if row is not None:
-                    cursor.execute(_LOG_CREATED_SQL, [params[8], row[0], *params[9:]])
+            cursor.execute(_INSERTED_SQL, params)
+            row = cursor.fetchone()
         return None if row is None else self._created(row[0], external_id, now)
 
     def _insert_params(self, now, external_id: str) -> list:
@@ -247,7 +233,7 @@ class _Request:
 
         def move() -> int:
             current = holder
-            if self.may_move and connection.vendor == "postgresql":
+            if self.may_move:
                 # Requests moving the same id queue here instead of racing: under the lock the
                 # holder read is the latest committed one, so the moves below find what they expect
                 # and every contender gets through in a round or two. Released at commit (or with

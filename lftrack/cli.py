@@ -4,24 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from campaigns.models import Campaign
-from campaigns.services import campaign_get
-from lftrack.errors import NotFound, ServiceError
-from workspaces.models import Workspace
-
-
-def workspace_from_arg(slug: str) -> Workspace:
-    workspace = Workspace.objects.filter(slug=slug).first()
-    if workspace is None:
-        raise CommandError(f"unknown workspace: {slug}")
-    return workspace
-
-
-def campaign_from_arg(workspace: Workspace, slug: str) -> Campaign:
-    try:
-        return campaign_get(workspace=workspace, slug=slug)
-    except NotFound:
-        raise CommandError(f"unknown campaign: {slug}") from None
+from lftrack.errors import ServiceError
 
 
 class JsonCommand(BaseCommand):

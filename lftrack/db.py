@@ -3,16 +3,15 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.postgresql.base import ServerBindingCursor
 
-if connection.vendor == "postgresql":
-    from django.db.backends.postgresql.base import ServerBindingCursor
 
-    class _PreparingCursor(ServerBindingCursor):
-        """Binds parameters server-side and prepares every statement it runs (psycopg keeps them per connection)."""
+class _PreparingCursor(ServerBindingCursor):
+    """Binds parameters server-side and prepares every statement it runs (psycopg keeps them per connection)."""
 
-        def execute(self, query, params=None, *, prepare=None, binary=None):
-            return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
 
 
 @contextmanager
@@ -25,10 +24,9 @@ def prepared_cursor() -> Iterator:
     the same persistent connection only bind and execute. It is still Django's cursor wrapper (query
     logging, execute wrappers, Django's exception classes) inside Django's transaction. Connection
     poolers in transaction mode that cannot carry prepared statements: set DB_PREPARED_STATEMENTS=0.
-    Other databases get the ordinary cursor.
     """
     db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
-    if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+    if not settings.DB_PREPARED_STATEMENTS:
         with db.cursor() as cursor:
             yield cursor
         return

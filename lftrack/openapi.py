@@ -69,7 +69,7 @@ class JSONObjectFieldExtension(_StrictFieldExtension):
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "lftrack.auth.BearerTokenAuthentication"
+    target_class = "workspaces.auth.BearerTokenAuthentication"
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema) -> dict[str, Any]:
@@ -83,7 +83,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 
 class TrackingKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "lftrack.auth.TrackingKeyAuthentication"
+    target_class = "workspaces.auth.TrackingKeyAuthentication"
     name = "trackingKey"
 
     def get_security_requirement(self, auto_schema) -> list[dict[str, list]]:

@@ -5,15 +5,13 @@ from django.db import migrations
 def index_swap(table: str, *, build: tuple[str, str], drop: tuple[str, str]) -> migrations.RunPython:
     """Replace the index `drop` with `build`, each `(name, columns)`, on a table that takes writes all the time.
 
-    CONCURRENTLY on PostgreSQL (inserts go on while it builds; the migration needs `atomic = False`),
-    plainly elsewhere. Reversible: going back builds `drop` again and drops `build`.
+    CONCURRENTLY: inserts go on while it builds; the migration needs `atomic = False`. Reversible: going back builds `drop` again and drops `build`.
     """
 
     def swap(new: tuple[str, str], old: tuple[str, str]):
         def run(apps, schema_editor):
-            concurrently = " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
-            schema_editor.execute(f"CREATE INDEX{concurrently} IF NOT EXISTS {new[0]} ON {table} ({new[1]})")
-            schema_editor.execute(f"DROP INDEX{concurrently} IF EXISTS {old[0]}")
+            schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {new[0]} ON {table} ({new[1]})")
+            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {old[0]}")
 
         return run
 

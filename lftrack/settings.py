@@ -109,31 +109,29 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# PostgreSQL only. `make run` and `make test` set DATABASE_URL to the embedded server when the
+# environment has none (lftrack/devdb.py).
+if not env.str("DATABASE_URL", default=""):
+    raise ImproperlyConfigured("DATABASE_URL is required (postgres://USER@HOST:5432/NAME)")
+DATABASES = {"default": env.db_url("DATABASE_URL")}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must be a PostgreSQL URL (postgres://USER@HOST:5432/NAME)")
+# Django's backend with a health check that asks the socket instead of the server (SELECT 1).
+DATABASES["default"]["ENGINE"] = "lftrack.postgresql"
 # Persistent connections: the API's hot paths must not pay a new connection per request.
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60)
 # The health check spares a request the 500 it would get on a connection PostgreSQL dropped (a
-# restart, a failover). On PostgreSQL it asks the socket, not the server (lftrack/postgresql).
+# restart, a failover). It asks the socket, not the server (lftrack/postgresql).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", True)
 # The API's hot statements are prepared once per connection (lftrack/db.py). Turn off behind a
 # connection pooler in transaction mode that cannot carry prepared statements.
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Django's backend with a health check that asks the socket instead of the server (SELECT 1).
-    DATABASES["default"]["ENGINE"] = "lftrack.postgresql"
-    if env_bool("DB_JIT_OFF", True):
-        # Every statement here is short, but the admin's per-row numbers are estimated high (the planner
-        # cannot know the roll-up watermark read in the same statement), and JIT compiled the posts list
-        # for 1.5 s to run 5 ms of plan (docs/benchmarks.md, "Data growth"). Behind a pooler that refuses
-        # startup options, set DB_JIT_OFF=0 and `ALTER ROLE ... SET jit = off` instead.
-        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
-elif DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # A file, not the in-memory default: live-server threads then open connections of their own.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
-    # Concurrent requests (the pixel's beside a page's, under runserver or the live server): a write
-    # transaction takes the lock when it begins and waits for it, instead of failing with "database is
-    # locked" when a read lock cannot be upgraded.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
+if env_bool("DB_JIT_OFF", True):
+    # Every statement here is short, but the admin's per-row numbers are estimated high (the planner
+    # cannot know the roll-up watermark read in the same statement), and JIT compiled the posts list
+    # for 1.5 s to run 5 ms of plan (docs/benchmarks.md, "Data growth"). Behind a pooler that refuses
+    # startup options, set DB_JIT_OFF=0 and `ALTER ROLE ... SET jit = off` instead.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -217,8 +215,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["lftrack.auth.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["lftrack.auth.HasWorkspaceToken"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["workspaces.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["workspaces.auth.HasWorkspaceToken"],
     "DEFAULT_PARSER_CLASSES": ["lftrack.api.JSONObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "lftrack.api.JSONOnlyNegotiation",

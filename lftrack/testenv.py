@@ -4,5 +4,5 @@ import os
 # pytest-django imports settings before any conftest runs; DEBUG is off in tests, so a key is required.
 os.environ.setdefault("SECRET_KEY", "insecure-key-for-the-test-suite-only")
 # Live-server and thread tests must not leave persistent connections behind: PostgreSQL refuses
-# to drop a test database that still has sessions, and SQLite's shared in-memory one is per thread.
+# to drop a test database that still has sessions.
 os.environ.setdefault("CONN_MAX_AGE", "0")

@@ -102,13 +102,11 @@ def settled_max_id(*, table: str, wait_seconds: float) -> int | None:
     transaction still open. Every id up to the visible maximum was drawn before that maximum was read,
     by a transaction that held ROW EXCLUSIVE from before the draw until its end, so waiting for the
     transactions holding it right after the read settles them all (CREATE INDEX CONCURRENTLY waits
-    the same way). SQLite has one writer at a time: ids commit in order.
+    the same way).
     """
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT MAX(id) FROM {connection.ops.quote_name(table)}")
         top = cursor.fetchone()[0] or 0
-        if connection.vendor != "postgresql":
-            return top
         cursor.execute(_WRITERS_SQL, [table])
         writers = [row[0] for row in cursor.fetchall()]
         deadline = time.monotonic() + wait_seconds
@@ -168,11 +166,10 @@ def campaign_numbers_recount() -> int:
 
     Every change of those numbers writes a delta in its own statement, so a SHARE lock on the log waits
     for the transactions that changed them and holds off new ones until the commit: the count and the
-    watermark then describe the same committed rows (SQLite has one writer at a time anyway).
+    watermark then describe the same committed rows.
     """
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"LOCK TABLE {_DELTAS} IN SHARE MODE")
+        cursor.execute(f"LOCK TABLE {_DELTAS} IN SHARE MODE")
         cursor.execute(f"SELECT MAX(id) FROM {_DELTAS}")
         top = cursor.fetchone()[0] or 0
         cursor.execute(_RECOUNT_SQL)

@@ -12,11 +12,6 @@ from django.test import Client
 from tests.factories import ApiTokenFactory, MembershipFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Membership
 
-requires_postgres = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="needs PostgreSQL (set DATABASE_URL)"
-)
-
-
 def start_threads(count: int, target) -> tuple[list[threading.Thread], list]:
     """Start `count` threads on `target(i)`, released together by a barrier, for real races on PostgreSQL.
 

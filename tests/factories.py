@@ -3,7 +3,7 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from campaigns.models import Campaign, CampaignEmail, CampaignLead, EmailSend, Enrollment, Suppression
+from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost, EmailSend, Enrollment, Suppression
 from clicks.models import Click, Link, Post
 from conversions.models import ConversionEvent
 from customers.models import Customer, CustomerActivity
@@ -59,9 +59,16 @@ class ApiTokenFactory(factory.django.DjangoModelFactory):
 class PostFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Post
+        skip_postgeneration_save = True
 
     workspace = factory.SubFactory(WorkspaceFactory)
     title = factory.Sequence(lambda n: f"Launch post {n}")
+
+    @factory.post_generation
+    def campaign(post, create, campaign, **kwargs):
+        """`PostFactory(campaign=c)` puts the post in `c` (a CampaignPost row), whatever the workspaces."""
+        if campaign is not None:
+            CampaignPost.objects.create(workspace=post.workspace, campaign=campaign, post=post)
 
 
 class LinkFactory(factory.django.DjangoModelFactory):

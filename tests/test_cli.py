@@ -94,7 +94,7 @@ def test_link_create_reuses_a_post_by_title_and_sets_its_campaign(acme):
     first = run("link", "create", "acme", "https://e.com/a", "--post", "Launch")
     second = run("link", "create", "acme", "https://e.com/b", "--post", "Launch", "--campaign", "spring")
     assert first["post_id"] == second["post_id"]
-    assert Link.objects.get(pk=second["id"]).post.campaign == campaign
+    assert Link.objects.get(pk=second["id"]).post.campaign_post.campaign == campaign
 
 
 def test_demo_is_rerunnable_and_prints_a_working_token(client):

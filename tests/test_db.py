@@ -7,7 +7,6 @@ from django.test import override_settings
 
 from lftrack.db import prepared_cursor
 from conversions.models import ConversionEvent
-from tests.conftest import requires_postgres
 from tests.factories import ClickFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +21,6 @@ def prepared(prefix: str) -> list[tuple[str, int]]:
         return cursor.fetchall()
 
 
-@requires_postgres
 def test_hot_statements_are_prepared_once_and_reused(api, acme_token):
     # The connection outlives single tests: count the runs this test adds.
     before = dict(prepared("WITH event AS (INSERT INTO conversions_conversionevent"))
@@ -37,7 +35,6 @@ def test_hot_statements_are_prepared_once_and_reused(api, acme_token):
     assert prepared("SELECT t.id, t.workspace_id")  # the token lookup
 
 
-@requires_postgres
 def test_django_own_queries_are_not_prepared():
     for _ in range(6):
         with connection.cursor() as cursor:
@@ -45,7 +42,6 @@ def test_django_own_queries_are_not_prepared():
     assert prepared("SELECT 'not prepared'") == []
 
 
-@requires_postgres
 @override_settings(DB_PREPARED_STATEMENTS=False)
 def test_preparing_can_be_switched_off_for_poolers():
     with prepared_cursor() as cursor:
@@ -60,13 +56,11 @@ def test_prepared_cursor_is_a_django_cursor_on_any_database():
         assert cursor.fetchone() == (5,)
 
 
-@requires_postgres
 def test_an_open_connection_is_usable():
     connection.ensure_connection()
     assert connection.is_usable()
 
 
-@requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_request_on_a_connection_postgresql_dropped_reconnects_instead_of_failing(api, acme_token):
     """A restart or failover drops persistent connections; the next request on one must not be a 500."""

@@ -1,7 +1,7 @@
 """Campaign leads: a (campaign, id) index for the admin numbers' live tail, in place of the campaign_id index.
 
-Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY on
-PostgreSQL (inserts keep going while it builds, seconds on millions of rows), plainly on SQLite.
+Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY
+(inserts keep going while it builds, seconds on millions of rows).
 """
 import django.db.models.deletion
 from django.db import migrations, models

@@ -1,7 +1,7 @@
 """Conversion events: a (link, id) index for the admin numbers' live tail, in place of (link, event).
 
-Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY on
-PostgreSQL (inserts keep going while it builds, seconds on millions of rows), plainly on SQLite.
+Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY
+(inserts keep going while it builds, seconds on millions of rows).
 """
 from django.db import migrations, models
 

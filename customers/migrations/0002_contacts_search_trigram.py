@@ -1,9 +1,9 @@
-"""Trigram indexes for the admin's contact search (PostgreSQL only).
+"""Trigram indexes for the admin's contact search.
 
 The admin searches with `icontains`, which PostgreSQL runs as `UPPER(col::text) LIKE UPPER('%term%')`:
 no b-tree helps, so on a million contacts every search was a full scan (1.1 s measured). A GIN
 trigram index on exactly that expression serves it (15 ms; docs/benchmarks.md). Built CONCURRENTLY so
-a live contacts table keeps taking writes; SQLite has no equivalent and keeps scanning.
+a live contacts table keeps taking writes.
 """
 from django.db import migrations
 
@@ -11,8 +11,6 @@ FIELDS = ["email", "name", "external_id"]
 
 
 def create(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     for field in FIELDS:
         schema_editor.execute(
@@ -22,8 +20,6 @@ def create(apps, schema_editor):
 
 
 def drop(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for field in FIELDS:
         schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS customers_search_{field}")
 

@@ -2,9 +2,9 @@
 
 Enrollments (by state), email sends (sent, complained) and unsubscribed suppressions are the only rows
 the numbers depend on, and their triggers run inside the changing statement, so every path (services,
-the sender's bulk UPDATEs, cascades, raw SQL) is logged in its own transaction. PostgreSQL logs one row
-per campaign per statement (transition tables: a sender batch of 100 is one row); SQLite, which has
-row triggers only, one row per changed row. Customers, clicks and conversion events get no trigger.
+the sender's bulk UPDATEs, cascades, raw SQL) is logged in its own transaction: one row per campaign
+per statement (transition tables: a sender batch of 100 is one row). Customers, clicks and conversion
+events get no trigger.
 
 Unsubscribes count enrollments whose contact's address is on the workspace's list as unsubscribed,
 so they change when an enrollment is inserted or deleted and when such a suppression is. The two
@@ -50,7 +50,7 @@ ON CONFLICT (campaign_id) DO UPDATE SET enrollments_active = excluded.enrollment
 """
 
 # ---------------------------------------------------------------------------------------------
-# PostgreSQL: statement triggers with transition tables, one delta row per campaign and statement.
+# Statement triggers with transition tables, one delta row per campaign and statement.
 
 
 def _pg_enrollment_rows(rows: str, sign: str) -> str:
@@ -186,94 +186,15 @@ DROP FUNCTION rollups_enrollment_numbers();
 DROP FUNCTION rollups_unsubscribe_bucket(bigint, text);
 """
 
-# ---------------------------------------------------------------------------------------------
-# SQLite: row triggers, one statement each; one writer at a time, so no lock is needed.
-
-
-def _sqlite_unsubscribed(image: str) -> str:
-    return (f"(SELECT COUNT(*) FROM customers_customer cu JOIN campaigns_suppression su"
-            f" ON su.workspace_id = {image}.workspace_id AND su.email = LOWER(cu.email) AND su.reason = 'unsubscribed'"
-            f" WHERE cu.id = {image}.customer_id)")
-
-
-def _sqlite_states(image: str, sign: str) -> str:
-    return ", ".join(f"{sign}({image}.state = '{state}')" for state in _STATES)
-
-
-def _sqlite_suppression(image: str, sign: str) -> str:
-    return (f"INSERT INTO {DELTAS} ({COLUMNS}) SELECT en.campaign_id, 0, 0, 0, 0, 0, {sign}COUNT(*)"
-            f" FROM campaigns_enrollment en JOIN customers_customer cu ON cu.id = en.customer_id"
-            f" WHERE {image}.reason = 'unsubscribed' AND en.workspace_id = {image}.workspace_id"
-            f" AND LOWER(cu.email) = {image}.email AND cu.email <> '' GROUP BY en.campaign_id;")
-
-
-_SENT = "({image}.status = 'sent')"
-_COMPLAINED = "({image}.complained_at IS NOT NULL)"
-
-SQLITE_TRIGGERS = {
-    "rollups_enrollment_numbers_insert": (
-        "AFTER INSERT ON campaigns_enrollment",
-        f"INSERT INTO {DELTAS} ({COLUMNS}) VALUES (NEW.campaign_id, {_sqlite_states('NEW', '')}, 0, 0,"
-        f" {_sqlite_unsubscribed('NEW')});",
-    ),
-    "rollups_enrollment_numbers_delete": (
-        "AFTER DELETE ON campaigns_enrollment",
-        f"INSERT INTO {DELTAS} ({COLUMNS}) VALUES (OLD.campaign_id, {_sqlite_states('OLD', '-')}, 0, 0,"
-        f" -{_sqlite_unsubscribed('OLD')});",
-    ),
-    "rollups_enrollment_numbers_update": (
-        "AFTER UPDATE OF state ON campaigns_enrollment FOR EACH ROW WHEN OLD.state IS NOT NEW.state",
-        f"INSERT INTO {DELTAS} ({COLUMNS}) VALUES (NEW.campaign_id, "
-        + ", ".join(f"(NEW.state = '{state}') - (OLD.state = '{state}')" for state in _STATES)
-        + ", 0, 0, 0);",
-    ),
-    "rollups_emailsend_numbers_insert": (
-        f"AFTER INSERT ON campaigns_emailsend FOR EACH ROW WHEN {_SENT} OR {_COMPLAINED}".format(image="NEW"),
-        f"INSERT INTO {DELTAS} ({COLUMNS}) VALUES (NEW.campaign_id, 0, 0, 0, {_SENT}, {_COMPLAINED}, 0);".format(
-            image="NEW"),
-    ),
-    "rollups_emailsend_numbers_delete": (
-        f"AFTER DELETE ON campaigns_emailsend FOR EACH ROW WHEN {_SENT} OR {_COMPLAINED}".format(image="OLD"),
-        f"INSERT INTO {DELTAS} ({COLUMNS}) VALUES (OLD.campaign_id, 0, 0, 0, -{_SENT}, -{_COMPLAINED}, 0);".format(
-            image="OLD"),
-    ),
-    "rollups_emailsend_numbers_update": (
-        "AFTER UPDATE OF status, complained_at ON campaigns_emailsend FOR EACH ROW"
-        " WHEN (OLD.status = 'sent') IS NOT (NEW.status = 'sent')"
-        " OR (OLD.complained_at IS NULL) IS NOT (NEW.complained_at IS NULL)",
-        f"INSERT INTO {DELTAS} ({COLUMNS}) VALUES (NEW.campaign_id, 0, 0, 0,"
-        " (NEW.status = 'sent') - (OLD.status = 'sent'),"
-        " (NEW.complained_at IS NOT NULL) - (OLD.complained_at IS NOT NULL), 0);",
-    ),
-    "rollups_suppression_numbers_insert": (
-        "AFTER INSERT ON campaigns_suppression", _sqlite_suppression("NEW", "")),
-    "rollups_suppression_numbers_delete": (
-        "AFTER DELETE ON campaigns_suppression", _sqlite_suppression("OLD", "-")),
-    "rollups_suppression_numbers_update": (
-        "AFTER UPDATE OF workspace_id, email, reason ON campaigns_suppression",
-        _sqlite_suppression("OLD", "-") + " " + _sqlite_suppression("NEW", "")),
-}
-
-
 def forward(apps, schema_editor) -> None:
-    """Triggers first: on PostgreSQL CREATE TRIGGER holds off writers of those tables until this commits,
-    so the count below and the log that starts empty meet exactly."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(PG_FORWARD)
-    else:
-        for name, (when, body) in SQLITE_TRIGGERS.items():
-            if " FOR EACH ROW" not in when:
-                when += " FOR EACH ROW"
-            schema_editor.execute(f"CREATE TRIGGER {name} {when} BEGIN {body} END")
+    """Triggers first: CREATE TRIGGER holds off writers of those tables until this commits, so the count
+    below and the log that starts empty meet exactly."""
+    schema_editor.execute(PG_FORWARD)
     schema_editor.execute(RECOUNT_SQL)
 
 
 def backward(apps, schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(PG_REVERSE)
-    else:
-        for name in SQLITE_TRIGGERS:
-            schema_editor.execute(f"DROP TRIGGER {name}")
+    schema_editor.execute(PG_REVERSE)
 
 
 class Migration(migrations.Migration):

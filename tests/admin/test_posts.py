@@ -63,4 +63,4 @@ def test_owner_moves_a_post_into_a_campaign(as_alice, as_bob, launch, acme):
     assert as_bob.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 403
     assert as_alice.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 302
     post.refresh_from_db()
-    assert (post.title, post.campaign_id) == ("Launch v2", campaign.pk)
+    assert (post.title, post.campaign_post.campaign_id) == ("Launch v2", campaign.pk)

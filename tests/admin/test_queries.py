@@ -38,12 +38,12 @@ def populate(workspace, n: int) -> dict:
     for i in range(n):
         contact = CustomerFactory(workspace=workspace, email=f"p{i}-{workspace.slug}@example.com")
         CustomerActivityFactory(customer=contact)
-        post = PostFactory(workspace=workspace, campaign=CampaignFactory(workspace=workspace))
+        campaign = CampaignFactory(workspace=workspace)
+        post = PostFactory(workspace=workspace, campaign=campaign)
         link = LinkFactory(post=post)
         click = ClickFactory(link=link)
         ConversionEventFactory(click=click, customer=contact, event="sale", value_cents=100)
         ConversionEventFactory(click=click, customer=contact)
-        campaign = post.campaign
         step = CampaignEmailFactory(campaign=campaign, position=1)
         enrollment = EnrollmentFactory(campaign=campaign, customer=contact)
         CampaignLeadFactory(enrollment=enrollment)

@@ -6,8 +6,7 @@ from django.core.cache import cache
 
 from tests.factories import CampaignEmailFactory, CampaignFactory
 
-# A Monday morning, on a whole second: SQLite then stores it without microseconds, the case
-# where text comparison of timestamps would go wrong if it could.
+# A Monday morning, on a whole second.
 NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=timezone.utc)
 
 

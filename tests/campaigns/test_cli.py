@@ -9,9 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from campaigns.models import Campaign, CampaignEmail, Enrollment, Suppression
-from campaigns.services import campaign_lead_add
+from campaigns.services import campaign_lead_add, campaign_link_create
 from clicks.models import Link
-from clicks.services import link_create
 from lftrack.errors import Unprocessable
 from tests.campaigns.conftest import NOW
 from tests.factories import CampaignEmailFactory, CampaignFactory
@@ -75,12 +74,12 @@ def test_suppress(acme, campaign):
 
 def test_link_create_with_a_campaign(acme, campaign):
     result = run("link", "create", "acme", "https://e.com/a", "--post", "Launch", "--campaign", "spring")
-    assert Link.objects.get(pk=result["id"]).post.campaign == campaign
+    assert Link.objects.get(pk=result["id"]).post.campaign_post.campaign == campaign
 
 
 def test_link_create_refuses_another_workspaces_campaign(acme, globex_campaign):
     with pytest.raises(Unprocessable, match="^unknown campaign: globex-only$"):
-        link_create(workspace=acme, destination="https://e.com/a", campaign=globex_campaign)
+        campaign_link_create(workspace=acme, destination="https://e.com/a", campaign=globex_campaign)
     assert not Link.objects.exists()
 
 
@@ -150,7 +149,7 @@ def test_demo_has_a_campaign_whose_leads_endpoint_works(api):
     }
     campaign = Campaign.objects.get(workspace__slug="demo", slug="welcome")
     assert list(campaign.emails.values_list("position", "active")) == [(1, True)]
-    assert Link.objects.get(pk=second["link"]["id"]).post.campaign == campaign
+    assert Link.objects.get(pk=second["link"]["id"]).post.campaign_post.campaign == campaign
     assert second["try_lead"].startswith("curl -s http://127.0.0.1:8000/api/v1/campaigns/welcome/leads ")
     assert f"Bearer {second['token']}" in second["try_lead"]
     token = api_token_authenticate(second["token"])

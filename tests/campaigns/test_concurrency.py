@@ -8,7 +8,7 @@ from campaigns.models import CampaignEmail, CampaignLead, Enrollment
 from campaigns.services import campaign_email_activate, campaign_email_add, campaign_lead_add
 from conversions.services import conversion_record
 from customers.models import Customer
-from tests.conftest import requires_postgres, run_in_threads
+from tests.conftest import run_in_threads
 from tests.factories import (
     ApiTokenFactory,
     CampaignEmailFactory,
@@ -18,7 +18,7 @@ from tests.factories import (
     WorkspaceFactory,
 )
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.parametrize("known_contact", [False, True], ids=["new-email", "known-contact"])

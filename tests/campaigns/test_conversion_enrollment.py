@@ -1,12 +1,12 @@
-"""A conversion on a link whose post is in a campaign enrolls the customer (CONTRACT.md section 6)."""
+"""A conversion on a link whose post is in a campaign enrolls the customer (docs/enrollment.md)."""
 from datetime import timedelta
 
 import pytest
 
 from campaigns.models import CampaignLead, Enrollment
-from campaigns.services import campaign_enroll_from_conversion, enrollment_stop
+from campaigns.services import enrollment_stop
 from conversions.models import ConversionEvent
-from conversions.services import conversion_record
+from conversions.services import conversion_enroll, conversion_record
 from tests.campaigns.conftest import NOW
 from tests.factories import (
     CampaignFactory,
@@ -43,7 +43,7 @@ def test_conversion_of_a_new_customer_enrolls_them(campaign, click, clock, event
     assert (enrollment.campaign, enrollment.customer, enrollment.state) == (campaign, conversion.customer, "active")
     assert enrollment.next_send_at == NOW + timedelta(minutes=60)
     lead = CampaignLead.objects.get()
-    assert (lead.outcome, lead.channel, lead.conversion, lead.enrollment) == ("created", "api", conversion, enrollment)
+    assert (lead.outcome, lead.channel, lead.conversion_id, lead.enrollment) == ("created", "api", conversion.pk, enrollment)
 
 
 def test_conversions_through_the_api_enroll_too(api, acme_token, campaign, click):
@@ -79,7 +79,7 @@ def test_customer_who_converted_before_is_reused(campaign, click, acme):
 def test_second_conversion_does_not_enroll_twice(campaign, click):
     record(click, email="ada@example.com")
     conversion = record(click, event="sale", email="ada@example.com")
-    result = campaign_enroll_from_conversion(conversion=conversion)  # as conversion_record already did
+    result = conversion_enroll(conversion=conversion, campaign_id=campaign.pk)  # as conversion_record already did
     assert result.outcome == "already_enrolled"
     assert Enrollment.objects.count() == 1 and CampaignLead.objects.count() == 1
 
@@ -102,26 +102,25 @@ def test_suppressed_customer_is_not_enrolled(campaign, click):
     conversion = record(click, email="ADA@example.com")
     assert ConversionEvent.objects.count() == 1  # the conversion itself is recorded
     assert not Enrollment.objects.exists() and not CampaignLead.objects.exists()
-    assert campaign_enroll_from_conversion(conversion=conversion).outcome == "suppressed"
+    assert conversion_enroll(conversion=conversion, campaign_id=campaign.pk).outcome == "suppressed"
 
 
 def test_customer_without_email_is_not_enrolled(campaign, click):
     conversion = record(click, external_id="user_42")
     assert conversion.customer.email == ""
     assert not Enrollment.objects.exists()
-    assert campaign_enroll_from_conversion(conversion=conversion) is None
+    assert conversion_enroll(conversion=conversion, campaign_id=campaign.pk) is None
 
 
 def test_conversion_without_customer_enrolls_nobody(campaign, click):
     conversion = record(click)
     assert not Enrollment.objects.exists()
-    assert campaign_enroll_from_conversion(conversion=conversion) is None
+    assert conversion_enroll(conversion=conversion, campaign_id=campaign.pk) is None
 
 
 def test_post_outside_any_campaign_enrolls_nobody(acme, campaign):
     plain = ClickFactory(link__post__workspace=acme)
-    conversion = record(plain, email="ada@example.com")
-    assert campaign_enroll_from_conversion(conversion=conversion) is None
+    record(plain, email="ada@example.com")
     assert not Enrollment.objects.exists()
 
 
@@ -143,4 +142,4 @@ def test_campaign_without_active_email_enrolls_to_wait(acme, clock):
 def test_conversion_without_customer_costs_no_query(campaign, django_assert_num_queries):
     conversion = ConversionEventFactory(customer=None)
     with django_assert_num_queries(0):
-        assert campaign_enroll_from_conversion(conversion=conversion) is None
+        assert conversion_enroll(conversion=conversion, campaign_id=campaign.pk) is None

@@ -46,7 +46,7 @@ def test_unknown_email_creates_the_contact_and_enrolls_it(api, acme_token, campa
     assert customer.workspace == campaign.workspace
     assert customer.source == "api" and customer.get_source_display() == "API"
     lead = CampaignLead.objects.get()
-    assert (lead.campaign, lead.customer, lead.enrollment, lead.outcome, lead.channel, lead.conversion) == (
+    assert (lead.campaign, lead.customer, lead.enrollment, lead.outcome, lead.channel, lead.conversion_id) == (
         campaign, customer, enrollment, "created", "api", None
     )
 

@@ -59,9 +59,10 @@ def test_bad_options_are_one_line_errors(args, message):
 def _database_url() -> str:
     """The test database, for a worker process of its own."""
     db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
     password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    socket_dir = db.get("OPTIONS", {}).get("host")  # the embedded server listens on a Unix socket only
+    if socket_dir and not db["HOST"]:
+        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={socket_dir}"
     return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 

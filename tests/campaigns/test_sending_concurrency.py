@@ -11,10 +11,9 @@ from django.utils import timezone
 from campaigns.models import EmailSend, Enrollment
 from campaigns.sending import PassResult, claim_query, run_pass
 from customers.models import Customer
-from tests.conftest import requires_postgres
 from tests.factories import CampaignEmailFactory, CampaignFactory, WorkspaceFactory
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def seed(count: int, *, steps: int, daily_send_limit: int | None = None):

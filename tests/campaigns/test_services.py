@@ -193,9 +193,9 @@ def test_suppression_refuses_bad_input(acme, email, reason, channel, message):
 def test_an_insert_that_loses_the_race_answers_with_the_winners_enrollment(campaign):
     """The second half of a race, made deterministic: the contact looked new, yet the unique index
     finds them enrolled (a concurrent request won). No IntegrityError, no second lead."""
-    from campaigns.services import _enroll
+    from campaigns.services import campaign_enroll
 
     winner = campaign_lead_add(campaign=campaign, email="ada@example.com")
-    loser = _enroll(campaign=campaign, customer=winner.customer, created=True, channel="api")
+    loser = campaign_enroll(campaign=campaign, customer=winner.customer, created=True, channel="api")
     assert (loser.outcome, loser.enrollment.pk) == ("already_enrolled", winner.enrollment.pk)
     assert CampaignLead.objects.count() == 1

@@ -7,7 +7,7 @@ import time_machine
 
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer, CustomerActivity
-from tests.conftest import ApiClient, assert_api_error, requires_postgres, run_in_threads
+from tests.conftest import ApiClient, assert_api_error, run_in_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -290,7 +290,6 @@ def test_globex_token_cannot_record_on_acme_clicks_nor_see_acme_customers(api, c
 # Concurrency: 16 simultaneous conversions for one new person, on PostgreSQL.
 
 
-@requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_simultaneous_conversions_for_one_new_email_make_one_customer(acme):
     token = ApiTokenFactory(workspace=acme)

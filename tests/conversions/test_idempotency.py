@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer
-from tests.conftest import ApiClient, assert_api_error, requires_postgres, start_threads
+from tests.conftest import ApiClient, assert_api_error, start_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -152,7 +152,6 @@ def test_purge_command_deletes_expired_keys_only(acme_token, click, api):
         assert ConversionEvent.objects.count() == 2  # the events themselves stay
 
 
-@requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_requests_with_one_key_store_one_event(acme):
     token = ApiTokenFactory(workspace=acme)
@@ -184,7 +183,6 @@ def waiting_on_locks(expected: int) -> None:
     raise AssertionError(f"{expected} sessions never waited on a lock")
 
 
-@requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_retry_arriving_while_the_first_is_in_flight_waits_and_replays(acme):
     token = ApiTokenFactory(workspace=acme)

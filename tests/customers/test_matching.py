@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
 from lftrack.errors import Unprocessable
-from tests.conftest import requires_postgres, run_in_threads
+from tests.conftest import run_in_threads
 from tests.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db
@@ -281,7 +281,6 @@ def test_customers_without_email_or_external_id_do_not_clash(acme):
 # Races: settled by the database, on PostgreSQL, with real threads.
 
 
-@requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_matches_for_one_new_person_make_one_customer(acme):
     results = run_in_threads(
@@ -295,7 +294,6 @@ def test_sixteen_concurrent_matches_for_one_new_person_make_one_customer(acme):
     assert CustomerActivity.objects.filter(kind=Kind.CREATED).count() == 1
 
 
-@requires_postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_people_claiming_one_external_id_leave_one_holder(acme):
     emails = [f"person{i}@example.com" for i in range(8)]

@@ -5,10 +5,8 @@ from django.db import connection
 from django.test import RequestFactory
 
 from customers.models import Customer
-from tests.conftest import requires_postgres
 
 
-@requires_postgres
 @pytest.mark.django_db
 def test_admin_search_sql_uses_the_trigram_indexes(alice):
     request = RequestFactory().get("/admin/customers/customer/", {"q": "person42"})

@@ -11,10 +11,10 @@ from campaigns.services import campaign_lead_add, enrollment_resume, enrollment_
 from campaigns.unsubscribe import unsubscribe
 from rollups.services import numbers_rebuild, numbers_roll_up
 from tests.admin.test_campaign_numbers import NAMES, counted
-from tests.conftest import requires_postgres, run_in_threads, start_threads
+from tests.conftest import run_in_threads, start_threads
 from tests.factories import CampaignEmailFactory, CampaignFactory, CustomerFactory
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 DELTAS = "rollups_campaignnumberdelta"
 
 

@@ -7,10 +7,10 @@ from django.db import transaction
 from clicks.models import Click
 from rollups.models import LinkTotals
 from rollups.services import numbers_roll_up
-from tests.conftest import requires_postgres, run_in_threads, start_threads
+from tests.conftest import run_in_threads, start_threads
 from tests.factories import ClickFactory, LinkFactory
 
-pytestmark = [requires_postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def open_click(link, release: threading.Event, inserted: threading.Event):

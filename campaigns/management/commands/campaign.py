@@ -4,6 +4,7 @@ from django.db.models import Value
 from django.db.models.functions import Lower
 
 from campaigns.api import enrollment_out
+from campaigns.cli import campaign_from_arg
 from campaigns.models import Campaign, CampaignEmail, Enrollment
 from campaigns.services import (
     campaign_create,
@@ -14,7 +15,8 @@ from campaigns.services import (
     enrollment_stop,
 )
 from lftrack.api import iso_utc
-from lftrack.cli import JsonCommand, campaign_from_arg, workspace_from_arg
+from lftrack.cli import JsonCommand
+from workspaces.cli import workspace_from_arg
 
 
 def _step_out(email: CampaignEmail) -> dict:

@@ -8,9 +8,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from campaigns.models import Campaign
-from campaigns.services import campaign_create, campaign_email_add
+from campaigns.services import campaign_create, campaign_email_add, campaign_link_create
 from clicks.models import Link
-from clicks.services import link_create
 from lftrack.cli import JsonCommand
 from workspaces.models import Membership, Workspace
 from workspaces.services import api_token_create, membership_set, workspace_origin_allow
@@ -43,7 +42,9 @@ class Command(JsonCommand):
         destination = settings.PUBLIC_BASE_URL + DEMO_LANDING
         link = Link.objects.filter(workspace=workspace, destination=destination).order_by("pk").first()
         if link is None:
-            link = link_create(workspace=workspace, destination=destination, post_title="Demo post", campaign=campaign)
+            link = campaign_link_create(
+                workspace=workspace, destination=destination, post_title="Demo post", campaign=campaign
+            )
         workspace_origin_allow(workspace=workspace, origin=settings.PUBLIC_BASE_URL)  # the landing page's pixel
         # Secrets are never stored, so an earlier demo token cannot be shown again: mint a new one.
         issued = api_token_create(workspace=workspace, name="demo")

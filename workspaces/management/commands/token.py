@@ -1,5 +1,6 @@
 """`manage.py token create WORKSPACE [--name NAME]` and `manage.py token revoke WORKSPACE TOKEN_ID`."""
-from lftrack.cli import JsonCommand, workspace_from_arg
+from lftrack.cli import JsonCommand
+from workspaces.cli import workspace_from_arg
 from workspaces.services import api_token_create, api_token_revoke
 
 

