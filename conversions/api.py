@@ -39,10 +39,10 @@ from lftrack.api import (
     parse,
     request_json,
 )
-from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from lftrack.errors import Forbidden
 from lftrack.openapi import error_response_object, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
+from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"

@@ -3,8 +3,8 @@ import logging
 import math
 
 from django.core.exceptions import PermissionDenied
-from django.views import defaults
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf
 from rest_framework.response import Response

@@ -2,8 +2,8 @@
 import copy
 from typing import Any
 
-from drf_spectacular.plumbing import build_examples_list
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import build_examples_list
 from drf_spectacular.renderers import OpenApiJsonRenderer2
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_serializer
 from drf_spectacular.views import SpectacularAPIView
@@ -11,7 +11,14 @@ from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from lftrack.api import JSONObjectField, StrictCharField, StrictChoiceField, StrictEmailField, StrictIntegerField, StrictURLField
+from lftrack.api import (
+    JSONObjectField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictEmailField,
+    StrictIntegerField,
+    StrictURLField,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Schema types of the strict input fields (lftrack/api.py): they subclass serializers.Field, which

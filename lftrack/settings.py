@@ -62,6 +62,8 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
+    # First: its templates (admin/base_site.html, ...) override django.contrib.admin's.
+    "backoffice",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -97,7 +99,7 @@ WSGI_APPLICATION = "lftrack.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],  # templates live in their apps, and ship in the wheel
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

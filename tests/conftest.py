@@ -12,6 +12,7 @@ from django.test import Client
 from tests.factories import ApiTokenFactory, MembershipFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Membership
 
+
 def start_threads(count: int, target) -> tuple[list[threading.Thread], list]:
     """Start `count` threads on `target(i)`, released together by a barrier, for real races on PostgreSQL.
 

@@ -5,8 +5,8 @@ import pytest
 from django.db import close_old_connections, connection, connections
 from django.test import override_settings
 
-from lftrack.db import prepared_cursor
 from conversions.models import ConversionEvent
+from lftrack.db import prepared_cursor
 from tests.factories import ClickFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,6 @@ import socket
 import pytest
 import time_machine
 from django.test import RequestFactory, override_settings
-
 from django_ratelimit.core import get_usage
 
 from lftrack.errors import RateLimited

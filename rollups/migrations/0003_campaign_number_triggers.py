@@ -21,7 +21,7 @@ COLUMNS = "campaign_id, enrollments_active, enrollments_stopped, enrollments_com
 LOCK_CLASS = 4210  # the advisory lock space of the unsubscribe buckets
 
 # Counts the totals from the source tables; also rollups.services._RECOUNT_SQL (kept as it was here).
-RECOUNT_SQL = f"""
+RECOUNT_SQL = """
 WITH e AS (
     SELECT campaign_id, SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END) AS active,
         SUM(CASE WHEN state = 'stopped' THEN 1 ELSE 0 END) AS stopped,

@@ -4,7 +4,6 @@ from datetime import datetime, timezone
 import pytest
 import time_machine
 
-
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer, CustomerActivity
 from tests.conftest import ApiClient, assert_api_error, run_in_threads

@@ -3,14 +3,14 @@ address, roll-ups and rebuilds against open state changes; every change counted 
 import threading
 
 import pytest
+from backoffice.campaigns import with_campaign_numbers
 from django.db import transaction
 
-from campaigns.admin import with_campaign_numbers
 from campaigns.models import Campaign, Enrollment
 from campaigns.services import campaign_lead_add, enrollment_resume, enrollment_stop
 from campaigns.unsubscribe import unsubscribe
 from rollups.services import numbers_rebuild, numbers_roll_up
-from tests.admin.test_campaign_numbers import NAMES, counted
+from tests.backoffice.test_campaign_numbers import NAMES, counted
 from tests.conftest import run_in_threads, start_threads
 from tests.factories import CampaignEmailFactory, CampaignFactory, CustomerFactory
 

@@ -4,8 +4,8 @@ from django.core.management.base import CommandError
 from campaigns.models import Suppression
 from campaigns.services import suppression_add
 from lftrack.cli import JsonCommand
-from workspaces.cli import workspace_from_arg
 from lftrack.errors import ServiceError
+from workspaces.cli import workspace_from_arg
 
 
 class Command(JsonCommand):

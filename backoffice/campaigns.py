@@ -1,7 +1,6 @@
 """Campaigns, their sequence emails and recipients, suppressions and sends in the back office."""
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, OuterRef, QuerySet, Subquery
 from django.db.models.expressions import CombinedExpression
@@ -9,6 +8,19 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from backoffice.scoping import (
+    MEMBERS,
+    OWNERS,
+    ServiceFormAdmin,
+    WorkspaceChoiceForm,
+    WorkspaceScopedAdmin,
+    WorkspaceScopedStackedInline,
+    as_id,
+    count_of,
+    scope,
+    sum_of,
+    when,
+)
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, EmailSend, Enrollment, Suppression
 from campaigns.services import (
     campaign_create,
@@ -18,19 +30,6 @@ from campaigns.services import (
     enrollment_resume,
     enrollment_stop,
     suppression_add,
-)
-from lftrack.admin import (
-    MEMBERS,
-    OWNERS,
-    WorkspaceChoiceForm,
-    WorkspaceScopedAdmin,
-    WorkspaceScopedStackedInline,
-    as_id,
-    count_of,
-    scope,
-    sum_of,
-    visible_workspaces,
-    when,
 )
 from lftrack.errors import ServiceError
 from rollups.models import CampaignNumberDelta, CampaignTotals
@@ -291,7 +290,7 @@ class SuppressionAddForm(WorkspaceChoiceForm):
 
 
 @admin.register(Suppression)
-class SuppressionAdmin(WorkspaceScopedAdmin):
+class SuppressionAdmin(ServiceFormAdmin):
     """The workspace's do-not-email list. Owners add to it (stopping that address's enrollments); nobody removes."""
 
     view_roles = MEMBERS
@@ -303,28 +302,16 @@ class SuppressionAdmin(WorkspaceScopedAdmin):
     fields = ["email", "reason", "created_at"]
     readonly_fields = fields
     actions = []
+    add_form = SuppressionAddForm
+    add_title = "Suppress an address"
+    add_submit = "Suppress"
+    add_intro = "No campaign will email this address again; its active enrollments stop now."
 
-    def add_view(self, request, form_url="", extra_context=None):
-        if not self.has_add_permission(request):
-            raise PermissionDenied
-        form = SuppressionAddForm(request.POST or None, workspaces=visible_workspaces(request, self.add_roles))
-        if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
-            try:
-                row = suppression_add(workspace=data["workspace"], email=data["email"], reason=data["reason"],
-                                      channel="manual")
-            except ServiceError as exc:
-                form.add_error(None, exc.message)
-            else:
-                self.message_user(request, f"{row.email} is suppressed ({row.reason}).", messages.SUCCESS)
-                return HttpResponseRedirect(reverse("admin:campaigns_suppression_changelist"))
-        return self.render_screen(
-            request,
-            "admin/lftrack/form.html",
-            {"form": form, "submit_label": "Suppress",
-             "intro": "No campaign will email this address again; its active enrollments stop now."},
-            title="Suppress an address",
-        )
+    def add_done(self, request, form):
+        data = form.cleaned_data
+        row = suppression_add(workspace=data["workspace"], email=data["email"], reason=data["reason"], channel="manual")
+        self.message_user(request, f"{row.email} is suppressed ({row.reason}).", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:campaigns_suppression_changelist"))
 
 
 @admin.register(EmailSend)

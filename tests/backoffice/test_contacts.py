@@ -159,7 +159,7 @@ def test_a_contact_cannot_be_added_to_another_workspace(as_bob, acme, globex):
 
 def test_contact_page_links_to_all_conversions_when_there_are_many(as_bob, acme, moved, monkeypatch):
     _, b = moved
-    monkeypatch.setattr("customers.admin.PAGE_ROWS", 2)
+    monkeypatch.setattr("backoffice.customers.PAGE_ROWS", 2)
     link = LinkFactory(post__workspace=acme)
     for _ in range(3):
         ConversionEventFactory(click__link=link, customer=b)

@@ -2,7 +2,7 @@
 import pytest
 from django.urls import reverse
 
-from lftrack.admin import CappedCountPaginator
+from backoffice.scoping import CappedCountPaginator
 from tests.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db

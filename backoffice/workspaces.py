@@ -14,7 +14,15 @@ from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from lftrack.admin import NOBODY, OWNERS, WorkspaceScopedAdmin, as_id, is_superuser, visible_workspaces
+from backoffice.scoping import (
+    NOBODY,
+    OWNERS,
+    ServiceFormAdmin,
+    WorkspaceScopedAdmin,
+    as_id,
+    is_superuser,
+    visible_workspaces,
+)
 from lftrack.errors import ServiceError
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.services import (
@@ -209,10 +217,15 @@ class TokenCreateForm(forms.Form):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(WorkspaceScopedAdmin):
+class ApiTokenAdmin(ServiceFormAdmin):
     """Manage tokens: create (secret shown once), list, revoke with confirmation. Never edited, never deleted."""
 
     view_roles = add_roles = OWNERS
+    add_form = TokenCreateForm
+    add_title = "Create token"
+    add_submit = "Create token"
+    add_intro = "The token is shown once, on the next page. Store it in your server's secrets."
+    changelist_title = "Manage tokens"
     change_roles = delete_roles = NOBODY
     revoke_roles = OWNERS
     list_display = ["name", "prefix_shown", "created", "last_used", "status", "created_by"]
@@ -270,42 +283,31 @@ class ApiTokenAdmin(WorkspaceScopedAdmin):
         can_revoke = obj is not None and obj.revoked_at is None and self.has_revoke_permission(request, obj)
         return super().change_view(request, object_id, form_url, {"can_revoke": can_revoke, **(extra_context or {})})
 
-    def add_view(self, request, form_url="", extra_context=None):
-        """Create a token; the response to the POST is the one page that ever shows its secret."""
-        if not self.has_add_permission(request):
-            raise PermissionDenied
-        workspaces = visible_workspaces(request, self.add_roles)
+    def add_initial(self, request, workspaces):
+        """A one-time nonce per form shown, so a reload or a second click cannot make a second token."""
+        nonce = secrets.token_urlsafe(16)
+        request.session[NONCE_SESSION_KEY] = [*request.session.get(NONCE_SESSION_KEY, [])[-9:], nonce]
+        return {"workspace": as_id(request.GET.get("workspace")) or (workspaces[0].pk if workspaces else None),
+                "nonce": nonce}
+
+    def add_done(self, request, form):
+        """Create the token; the response to the POST is the one page that ever shows its secret."""
         nonces = request.session.get(NONCE_SESSION_KEY, [])
-        if request.method == "POST":
-            form = TokenCreateForm(request.POST, workspaces=workspaces)
-            if form.is_valid():
-                if form.cleaned_data["nonce"] not in nonces:
-                    # A reload or a second click on the same form: the first submit already made the token.
-                    self.message_user(request, "This form was already used; its token is in the list below.", messages.WARNING)
-                    return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist"))
-                nonces.remove(form.cleaned_data["nonce"])
-                request.session[NONCE_SESSION_KEY] = nonces
-                issued = api_token_create(
-                    workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user
-                )
-                self.log_addition(request, issued.token, [{"added": {}}])
-                return self.render_screen(
-                    request,
-                    "admin/workspaces/apitoken/created.html",
-                    {"token": issued.token, "secret": issued.secret, "base_url": settings.PUBLIC_BASE_URL},
-                    title="Token created",
-                )
-        else:
-            nonce = secrets.token_urlsafe(16)
-            request.session[NONCE_SESSION_KEY] = [*nonces[-9:], nonce]
-            initial = {"workspace": as_id(request.GET.get("workspace")) or (workspaces[0].pk if workspaces else None)}
-            form = TokenCreateForm(initial={**initial, "nonce": nonce}, workspaces=workspaces)
+        if form.cleaned_data["nonce"] not in nonces:
+            # A reload or a second click on the same form: the first submit already made the token.
+            self.message_user(request, "This form was already used; its token is in the list below.", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist"))
+        nonces.remove(form.cleaned_data["nonce"])
+        request.session[NONCE_SESSION_KEY] = nonces
+        issued = api_token_create(
+            workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user
+        )
+        self.log_addition(request, issued.token, [{"added": {}}])
         return self.render_screen(
             request,
-            "admin/lftrack/form.html",
-            {"form": form, "submit_label": "Create token", "changelist_title": "Manage tokens",
-             "intro": "The token is shown once, on the next page. Store it in your server's secrets."},
-            title="Create token",
+            "admin/workspaces/apitoken/created.html",
+            {"token": issued.token, "secret": issued.secret, "base_url": settings.PUBLIC_BASE_URL},
+            title="Token created",
         )
 
     def revoke_view(self, request, object_id):

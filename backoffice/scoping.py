@@ -4,11 +4,12 @@ from collections.abc import Iterable
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.filters import RelatedFieldListFilter, SimpleListFilter
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import models
 from django.db.models import Count, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.functional import cached_property
 
@@ -21,14 +22,9 @@ MEMBERS = frozenset({OWNER, EDITOR})
 OWNERS = frozenset({OWNER})
 NOBODY: frozenset[str] = frozenset()
 
-admin.site.site_header = "lftrack back office"
-admin.site.site_title = "lftrack"
-admin.site.index_title = "Back office"
-admin.site.site_url = None  # no public site to link to from the header
-
 
 def as_id(value: object) -> int | None:
-    """A primary key from a URL parameter, or None: digits only, within a bigint (SQLite overflows past it)."""
+    """A primary key from a URL parameter, or None: digits only, within a bigint."""
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
         return int(value)
     return None
@@ -284,6 +280,48 @@ class WorkspaceScopedAdmin(_Scoped, admin.ModelAdmin):
             request,
             template,
             {**self.admin_site.each_context(request), "opts": self.model._meta, "title": title, **context},
+        )
+
+
+class ServiceFormAdmin(WorkspaceScopedAdmin):
+    """An add page that is a plain form handed to one service, not a ModelForm saved as it is.
+
+    Subclasses name the form (a `WorkspaceChoiceForm`, offered the workspaces where the user may add)
+    and write `add_done()`, which calls the service and answers; a refusal of the service (a
+    `ServiceError`) comes back as an error on the same form. `add_initial()` may prepare the GET.
+    """
+
+    add_form: type[forms.Form]
+    add_title = ""
+    add_submit = ""
+    add_intro = ""
+    changelist_title = ""  # the breadcrumb back to the list; the model's plural name when empty
+
+    def add_initial(self, request: HttpRequest, workspaces: QuerySet) -> dict:
+        return {}
+
+    def add_done(self, request: HttpRequest, form: forms.Form) -> HttpResponse:
+        raise NotImplementedError
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        workspaces = visible_workspaces(request, self.add_roles)
+        if request.method == "POST":
+            form = self.add_form(request.POST, workspaces=workspaces)
+            if form.is_valid():
+                try:
+                    return self.add_done(request, form)
+                except ServiceError as exc:
+                    form.add_error(None, exc.message)
+        else:
+            form = self.add_form(initial=self.add_initial(request, workspaces), workspaces=workspaces)
+        return self.render_screen(
+            request,
+            "admin/backoffice/form.html",
+            {"form": form, "submit_label": self.add_submit, "intro": self.add_intro,
+             "changelist_title": self.changelist_title, **(extra_context or {})},
+            title=self.add_title,
         )
 
 

@@ -5,11 +5,7 @@ from django.contrib import admin
 from django.db.models import OuterRef, QuerySet
 from django.utils.html import format_html
 
-from campaigns.models import Campaign
-from campaigns.services import campaign_post_set
-from clicks.models import Click, Link, Post
-from conversions.models import ConversionEvent
-from lftrack.admin import (
+from backoffice.scoping import (
     MEMBERS,
     OWNERS,
     WorkspaceModelForm,
@@ -20,6 +16,10 @@ from lftrack.admin import (
     scope,
     sum_of,
 )
+from campaigns.models import Campaign
+from campaigns.services import campaign_post_set
+from clicks.models import Click, Link, Post
+from conversions.models import ConversionEvent
 from rollups.models import LinkTotals
 from rollups.queries import tail, total_of
 

@@ -4,7 +4,7 @@ from django.urls import reverse
 
 from campaigns.models import CampaignPost, Enrollment
 from customers.models import Customer
-from tests.admin.conftest import client_for
+from tests.backoffice.conftest import client_for
 from tests.factories import MembershipFactory, UserFactory
 from workspaces.models import ApiToken, Membership, Workspace
 

@@ -2,7 +2,6 @@
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
 from django.db.models.functions import Lower
 from django.http import HttpResponseRedirect
@@ -10,12 +9,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, cents
 from campaigns.models import Enrollment, Suppression
 from campaigns.services import suppression_add
 from conversions.models import ConversionEvent
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
-from lftrack.admin import MEMBERS, OWNERS, WorkspaceChoiceForm, WorkspaceScopedAdmin, cents, visible_workspaces
 from lftrack.errors import ServiceError
 
 # The contact page lists this many of each; the rest is one click away in the filtered lists.
@@ -54,10 +53,13 @@ class ContactAddForm(WorkspaceChoiceForm):
 
 
 @admin.register(Customer)
-class CustomerAdmin(WorkspaceScopedAdmin):
+class CustomerAdmin(ServiceFormAdmin):
     """Contacts. Identity fields change only through the matching service, so the page is read-only."""
 
     view_roles = add_roles = MEMBERS
+    add_form = ContactAddForm
+    add_title = add_submit = "Add contact"
+    add_intro = "An email already known in the workspace reuses that contact; an external id moves to it."
     list_display = ["contact", "name", "external_id", "source", "is_suppressed", "created_at"]
     list_filter = ["source", SuppressedFilter, "workspace"]
     search_fields = ["email", "name", "external_id"]
@@ -109,41 +111,25 @@ class CustomerAdmin(WorkspaceScopedAdmin):
         row = _suppression_row(obj)
         return f"{row.reason} since {row.created_at:%Y-%m-%d %H:%M} UTC" if row else "not suppressed"
 
-    def add_view(self, request, form_url="", extra_context=None):
+    def add_done(self, request, form):
         """Add a contact by hand through customer_match: an existing email gets the contact reused."""
-        if not self.has_add_permission(request):
-            raise PermissionDenied
-        workspaces = visible_workspaces(request, self.add_roles)
-        form = ContactAddForm(request.POST or None, workspaces=workspaces)
-        if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
-            try:
-                match = customer_match(
-                    workspace=data["workspace"],
-                    channel=Customer.Channel.MANUAL,
-                    email=data["email"].strip(),
-                    external_id=data["external_id"].strip(),
-                    name=data["name"].strip(),
-                )
-            except ServiceError as exc:
-                form.add_error(None, exc.message)
-            else:
-                customer = match.customer
-                if match.created:
-                    self.log_addition(request, customer, [{"added": {}}])
-                    self.message_user(request, f"Added contact “{customer}”.", messages.SUCCESS)
-                else:
-                    self.message_user(
-                        request, f"“{customer}” was already a contact: blanks filled, nothing overwritten.", messages.INFO
-                    )
-                return HttpResponseRedirect(reverse("admin:customers_customer_change", args=[customer.pk]))
-        return self.render_screen(
-            request,
-            "admin/lftrack/form.html",
-            {"form": form, "submit_label": "Add contact",
-             "intro": "An email already known in the workspace reuses that contact; an external id moves to it."},
-            title="Add contact",
+        data = form.cleaned_data
+        match = customer_match(
+            workspace=data["workspace"],
+            channel=Customer.Channel.MANUAL,
+            email=data["email"].strip(),
+            external_id=data["external_id"].strip(),
+            name=data["name"].strip(),
         )
+        customer = match.customer
+        if match.created:
+            self.log_addition(request, customer, [{"added": {}}])
+            self.message_user(request, f"Added contact “{customer}”.", messages.SUCCESS)
+        else:
+            self.message_user(
+                request, f"“{customer}” was already a contact: blanks filled, nothing overwritten.", messages.INFO
+            )
+        return HttpResponseRedirect(reverse("admin:customers_customer_change", args=[customer.pk]))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         obj = self.get_object(request, unquote(object_id))

@@ -3,8 +3,8 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from backoffice.scoping import MEMBERS, WorkspaceScopedAdmin, cents
 from conversions.models import ConversionEvent
-from lftrack.admin import MEMBERS, WorkspaceScopedAdmin, cents
 
 
 @admin.register(ConversionEvent)
