@@ -2,8 +2,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
-from django.db.models import F, OuterRef, QuerySet, Subquery
-from django.db.models.expressions import CombinedExpression
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -16,12 +15,10 @@ from backoffice.scoping import (
     WorkspaceScopedAdmin,
     WorkspaceScopedStackedInline,
     as_id,
-    count_of,
     scope,
-    sum_of,
     when,
 )
-from campaigns.models import Campaign, CampaignEmail, CampaignLead, EmailSend, Enrollment, Suppression
+from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.services import (
     campaign_create,
     campaign_email_activate,
@@ -32,32 +29,9 @@ from campaigns.services import (
     suppression_add,
 )
 from lftrack.errors import ServiceError
-from rollups.models import CampaignNumberDelta, CampaignTotals
-from rollups.queries import tail, total_of
+from rollups.selectors import campaigns_with_numbers
 
 SENT = EmailSend.Status.SENT
-
-
-def with_campaign_numbers(queryset: QuerySet) -> QuerySet:
-    """Every number is its rolled-up total plus the live tail (rollups/): leads above the watermark of
-    campaigns_campaignlead, state changes logged above the watermark of the delta log. Exact at every
-    moment; a handful of index lookups per campaign however many enrollments it has."""
-    totals = CampaignTotals.objects.filter(campaign=OuterRef("pk"))
-    deltas = tail(CampaignNumberDelta.objects.filter(campaign=OuterRef("pk")))
-
-    def number(field: str) -> CombinedExpression:
-        return total_of(totals, field) + sum_of(deltas, "campaign", field)
-
-    return queryset.annotate(
-        n_leads=total_of(totals, "leads") + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
-        n_active=number("enrollments_active"),
-        n_stopped=number("enrollments_stopped"),
-        n_completed=number("enrollments_completed"),
-        n_enrollments=F("n_active") + F("n_stopped") + F("n_completed"),
-        n_sends=number("sends"),
-        n_unsubscribes=number("unsubscribes"),
-        n_complaints=number("complaints"),
-    )
 
 
 def recipients_url(campaign_id: int, **params: str) -> str:
@@ -119,7 +93,7 @@ class CampaignAdmin(WorkspaceScopedAdmin):
         self.message_user(request, f"Resumed {len(campaigns)} campaign(s).", messages.SUCCESS)
 
     def get_queryset(self, request):
-        return with_campaign_numbers(super().get_queryset(request))
+        return campaigns_with_numbers(campaigns=super().get_queryset(request))
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:

@@ -11,9 +11,12 @@ from django.utils.safestring import mark_safe
 
 from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, cents
 from campaigns.models import Enrollment, Suppression
+from campaigns.selectors import enrollments_of_customer, suppression_by_email
 from campaigns.services import suppression_add
 from conversions.models import ConversionEvent
+from conversions.selectors import conversions_of_customer
 from customers.models import Customer, CustomerActivity
+from customers.selectors import customer_activity
 from customers.services import customer_match
 from lftrack.errors import ServiceError
 
@@ -143,28 +146,16 @@ def _suppression_row(customer: Customer) -> Suppression | None:
         return None
     cached = getattr(customer, "_suppression_row", False)
     if cached is False:
-        cached = Suppression.objects.filter(workspace_id=customer.workspace_id, email=customer.email.lower()).first()
+        cached = suppression_by_email(workspace_id=customer.workspace_id, email=customer.email)
         customer._suppression_row = cached
     return cached
 
 
 def _contact_sections(customer: Customer) -> dict:
     """Conversions, enrollments and the timeline of one contact: a fixed handful of queries."""
-    conversions = list(
-        ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer)
-        .select_related("link__post")
-        .order_by("-occurred_at", "-pk")[: PAGE_ROWS + 1]
-    )
-    enrollments = list(
-        Enrollment.objects.filter(workspace_id=customer.workspace_id, customer=customer)
-        .select_related("campaign")
-        .order_by("-enrolled_at", "-pk")[: PAGE_ROWS + 1]
-    )
-    activities = list(
-        CustomerActivity.objects.filter(workspace_id=customer.workspace_id, customer=customer)
-        .select_related("other_customer")
-        .order_by("created_at", "pk")[: PAGE_ROWS * 2]
-    )
+    conversions = list(conversions_of_customer(customer=customer)[: PAGE_ROWS + 1])
+    enrollments = list(enrollments_of_customer(customer=customer)[: PAGE_ROWS + 1])
+    activities = list(customer_activity(customer=customer)[: PAGE_ROWS * 2])
     timeline = [(a.created_at, _describe(a), a.get_channel_display()) for a in activities]
     suppression = _suppression_row(customer)
     if suppression is not None and not any(a.kind == Kind.SUPPRESSED for a in activities):

@@ -7,8 +7,7 @@ from django.contrib.admin.filters import RelatedFieldListFilter, SimpleListFilte
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import models
-from django.db.models import Count, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.functional import cached_property
@@ -350,15 +349,3 @@ def cents(value: int | None) -> str:
     sign = "-" if value < 0 else ""
     value = abs(int(value))
     return f"{sign}{value // 100:,}.{value % 100:02d}"
-
-
-def count_of(queryset: QuerySet, group: str) -> Coalesce:
-    """A correlated COUNT(*) subquery: `queryset` filtered on OuterRef and grouped by that same column."""
-    rows = queryset.order_by().values(group).annotate(n=Count("*")).values("n")
-    return Coalesce(Subquery(rows, output_field=models.BigIntegerField()), 0)
-
-
-def sum_of(queryset: QuerySet, group: str, field: str) -> Coalesce:
-    """A correlated SUM(field) subquery, 0 when no row matches."""
-    rows = queryset.order_by().values(group).annotate(total=Sum(field)).values("total")
-    return Coalesce(Subquery(rows, output_field=models.BigIntegerField()), 0)

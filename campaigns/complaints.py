@@ -5,13 +5,12 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q, Value
-from django.db.models.functions import Lower
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from campaigns.models import Campaign, EmailSend, Suppression
 from campaigns.services import campaign_pause, suppression_add
-from customers.models import Customer
+from customers.selectors import customer_by_email
 from lftrack.errors import Unprocessable
 from workspaces.models import Workspace
 
@@ -44,13 +43,7 @@ def _latest_send(*, workspace: Workspace, email: str) -> EmailSend | None:
     # Providers report the address as we sent it: the (workspace, to_email, -sent_at) index answers.
     send = sends.filter(to_email=email).first()
     if send is None:  # reported in another case: we send to the contact's address as stored
-        customer = (
-            Customer.objects.alias(email_lower=Lower("email"))
-            .filter(workspace=workspace, email_lower=Lower(Value(email)))
-            .exclude(email="")
-            .only("email")
-            .first()
-        )
+        customer = customer_by_email(workspace=workspace, email=email)
         if customer is not None and customer.email != email:
             send = sends.filter(to_email=customer.email).first()
     return send

@@ -17,6 +17,7 @@ from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
 from clicks.models import Link, Post
 from clicks.services import link_create
 from customers.models import Customer, CustomerActivity
+from customers.selectors import customer_by_email
 from customers.services import customer_match
 from lftrack.errors import NotFound, Unprocessable
 from workspaces.models import Workspace
@@ -387,12 +388,7 @@ def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: s
     except IntegrityError:
         created = False
         suppression = Suppression.objects.get(workspace=workspace, email=Lower(Value(email)))
-    customer = (
-        Customer.objects.alias(email_lower=Lower("email"))
-        .filter(workspace=workspace, email_lower=Lower(Value(email)))
-        .exclude(email="")
-        .first()
-    )
+    customer = customer_by_email(workspace=workspace, email=email)
     if customer is not None:
         # Every call, not just the first: it also stops an enrollment that raced the first one.
         Enrollment.objects.filter(customer=customer, state=State.ACTIVE).update(

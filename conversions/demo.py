@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from campaigns.management.commands.demo import DEMO_SLUG
 from conversions.models import ConversionEvent
 from customers.models import Customer
-from workspaces.models import Workspace
+from workspaces.selectors import workspace_by_slug
 
 SESSION_KEY = "demo_signup"
 MAX_TRIES = 5
@@ -30,7 +30,7 @@ def debug_only(view):
 @debug_only
 @require_GET
 def demo_landing(request: HttpRequest) -> HttpResponse:
-    workspace = Workspace.objects.filter(slug=DEMO_SLUG).first()
+    workspace = workspace_by_slug(slug=DEMO_SLUG)
     return render(
         request,
         "demo/landing.html",

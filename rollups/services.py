@@ -12,10 +12,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
-from clicks.models import Click
-from conversions.models import ConversionEvent
 from customers.models import Customer
 from rollups.models import CampaignNumberDelta, CampaignTotals, LinkTotals, Watermark
+from rollups.selectors import LINK_NUMBERS
 
 WRITER_WAIT_SECONDS = 10.0
 
@@ -24,24 +23,34 @@ _CAMPAIGNS = CampaignTotals._meta.db_table
 _DELTAS = CampaignNumberDelta._meta.db_table
 _NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed", "sends", "complaints", "unsubscribes"]
 
+
+def _link_add_sql(source: type) -> str:
+    """The statement that adds `source`'s rows in (from, to] to the link totals: its numbers of LINK_NUMBERS
+    (COUNT or SUM, per the entry) in their columns, zero in the others. The conditions are the registry's
+    own constants, not input."""
+
+    def value(number) -> str:
+        if number.source is not source:
+            return "0"
+        if not number.where and not number.summed:
+            return "COUNT(*)"
+        where = " AND ".join(f"{column} = '{value}'" for column, value in number.where.items()) or "TRUE"
+        return f"COALESCE(SUM(CASE WHEN {where} THEN {number.summed or 1} END), 0)"
+
+    columns = [number.name for number in LINK_NUMBERS]
+    mine = [number.name for number in LINK_NUMBERS if number.source is source]
+    return (
+        f"INSERT INTO {_LINKS} (link_id, workspace_id, {', '.join(columns)})"
+        f" SELECT link_id, MIN(workspace_id), {', '.join(value(number) for number in LINK_NUMBERS)}"
+        f" FROM {source._meta.db_table} WHERE id > %s AND id <= %s GROUP BY link_id"
+        f" ON CONFLICT (link_id) DO UPDATE SET {', '.join(f'{c} = {_LINKS}.{c} + excluded.{c}' for c in mine)}"
+    )
+
+
 # One set-based statement per source: the rows in (from, to] grouped per link or campaign, added in.
 # MIN(workspace_id): a link's rows all carry its workspace; grouping by link alone keeps one row per key.
 _ADD_SQL = {
-    Click: (
-        f"INSERT INTO {_LINKS} (link_id, workspace_id, clicks, leads, sales, revenue_cents)"
-        f" SELECT link_id, MIN(workspace_id), COUNT(*), 0, 0, 0 FROM {Click._meta.db_table}"
-        f" WHERE id > %s AND id <= %s GROUP BY link_id"
-        f" ON CONFLICT (link_id) DO UPDATE SET clicks = {_LINKS}.clicks + excluded.clicks"
-    ),
-    ConversionEvent: (
-        f"INSERT INTO {_LINKS} (link_id, workspace_id, clicks, leads, sales, revenue_cents)"
-        f" SELECT link_id, MIN(workspace_id), 0,"
-        f" SUM(CASE WHEN event = 'lead' THEN 1 ELSE 0 END), SUM(CASE WHEN event = 'sale' THEN 1 ELSE 0 END),"
-        f" COALESCE(SUM(CASE WHEN event = 'sale' THEN value_cents END), 0) FROM {ConversionEvent._meta.db_table}"
-        f" WHERE id > %s AND id <= %s GROUP BY link_id"
-        f" ON CONFLICT (link_id) DO UPDATE SET leads = {_LINKS}.leads + excluded.leads,"
-        f" sales = {_LINKS}.sales + excluded.sales, revenue_cents = {_LINKS}.revenue_cents + excluded.revenue_cents"
-    ),
+    **{source: _link_add_sql(source) for source in dict.fromkeys(number.source for number in LINK_NUMBERS)},
     CampaignLead: (
         f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads)"
         f" SELECT campaign_id, MIN(workspace_id), COUNT(*) FROM {CampaignLead._meta.db_table}"

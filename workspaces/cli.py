@@ -2,10 +2,11 @@
 from django.core.management.base import CommandError
 
 from workspaces.models import Workspace
+from workspaces.selectors import workspace_by_slug
 
 
 def workspace_from_arg(slug: str) -> Workspace:
-    workspace = Workspace.objects.filter(slug=slug).first()
+    workspace = workspace_by_slug(slug=slug)
     if workspace is None:
         raise CommandError(f"unknown workspace: {slug}")
     return workspace

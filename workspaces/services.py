@@ -14,6 +14,7 @@ from django.utils import timezone
 from lftrack.db import prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
 from workspaces.models import ApiToken, Membership, Workspace
+from workspaces.selectors import workspace_by_slug
 
 TOKEN_PREFIX = "lf_"
 # lf_ + token_urlsafe(32): 43 characters of base64url, 256 bits.
@@ -109,7 +110,7 @@ def workspace_settings_update(*, workspace: Workspace, name: str, allowed_origin
 
 
 def workspace_get(*, slug: str) -> Workspace:
-    workspace = Workspace.objects.filter(slug=slug).first()
+    workspace = workspace_by_slug(slug=slug)
     if workspace is None:
         raise NotFound(f"unknown workspace: {slug}")
     return workspace

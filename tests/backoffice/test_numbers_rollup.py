@@ -36,7 +36,7 @@ def counted(link_filter: dict) -> tuple:
 
 
 def shown(row) -> tuple:
-    return row.n_clicks, row.n_leads, row.n_sales, row.revenue_cents
+    return row.n_clicks, row.n_leads, row.n_sales, row.n_revenue_cents
 
 
 def shown_totals(totals) -> tuple:

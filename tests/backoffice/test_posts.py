@@ -25,7 +25,7 @@ def launch(acme, globex):
 
 
 def numbers(obj) -> tuple:
-    return obj.n_clicks, obj.n_leads, obj.n_sales, obj.revenue_cents
+    return obj.n_clicks, obj.n_leads, obj.n_sales, obj.n_revenue_cents
 
 
 def test_post_page_lists_its_links_with_their_numbers(as_bob, launch):

@@ -3,12 +3,12 @@ address, roll-ups and rebuilds against open state changes; every change counted 
 import threading
 
 import pytest
-from backoffice.campaigns import with_campaign_numbers
 from django.db import transaction
 
 from campaigns.models import Campaign, Enrollment
 from campaigns.services import campaign_lead_add, enrollment_resume, enrollment_stop
 from campaigns.unsubscribe import unsubscribe
+from rollups.selectors import campaigns_with_numbers
 from rollups.services import numbers_rebuild, numbers_roll_up
 from tests.backoffice.test_campaign_numbers import NAMES, counted
 from tests.conftest import run_in_threads, start_threads
@@ -19,7 +19,7 @@ DELTAS = "rollups_campaignnumberdelta"
 
 
 def assert_exact(campaign: Campaign) -> dict[str, int]:
-    row = with_campaign_numbers(Campaign.objects.filter(pk=campaign.pk)).get()
+    row = campaigns_with_numbers(campaigns=Campaign.objects.filter(pk=campaign.pk)).get()
     shown = {name: getattr(row, f"n_{name}") for name in NAMES}
     assert shown == counted(campaign)
     return shown

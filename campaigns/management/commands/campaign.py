@@ -1,11 +1,10 @@
 """`manage.py campaign create|add-email|activate-email|stop|pause|resume` (CONTRACT.md section 8)."""
 from django.core.management.base import CommandError
-from django.db.models import Value
-from django.db.models.functions import Lower
 
 from campaigns.api import enrollment_out
 from campaigns.cli import campaign_from_arg
-from campaigns.models import Campaign, CampaignEmail, Enrollment
+from campaigns.models import Campaign, CampaignEmail
+from campaigns.selectors import enrollment_by_email
 from campaigns.services import (
     campaign_create,
     campaign_email_activate,
@@ -80,12 +79,7 @@ class Command(JsonCommand):
 
     def do_stop(self, *, workspace: str, slug: str, email: str, **_) -> dict:
         campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
-        enrollment = (
-            Enrollment.objects.alias(email_lower=Lower("customer__email"))
-            .filter(campaign=campaign, email_lower=Lower(Value(email)))
-            .exclude(customer__email="")
-            .first()
-        )
+        enrollment = enrollment_by_email(campaign=campaign, email=email)
         if enrollment is None:
             raise CommandError(f"not enrolled: {email}")
         return {"enrollment": enrollment_out(enrollment_stop(enrollment=enrollment))}

@@ -1,0 +1,32 @@
+"""Reads of enrollments and suppressions that the services, the commands and the back office share."""
+from django.db.models import QuerySet, Value
+from django.db.models.functions import Lower
+
+from campaigns.models import Campaign, Enrollment, Suppression
+from customers.models import Customer
+
+
+def enrollments_of_customer(*, customer: Customer) -> QuerySet:
+    """The contact's enrollments, newest first, with their campaign."""
+    return (
+        Enrollment.objects.filter(workspace_id=customer.workspace_id, customer=customer)
+        .select_related("campaign")
+        .order_by("-enrolled_at", "-pk")
+    )
+
+
+def enrollment_by_email(*, campaign: Campaign, email: str) -> Enrollment | None:
+    """The campaign's enrollment of the contact with this address, in any letter case."""
+    return (
+        Enrollment.objects.alias(email_lower=Lower("customer__email"))
+        .filter(campaign=campaign, email_lower=Lower(Value(email)))
+        .exclude(customer__email="")
+        .first()
+    )
+
+
+def suppression_by_email(*, workspace_id: int, email: str) -> Suppression | None:
+    """The workspace's suppression of this address (stored lower-cased), if any."""
+    if not email:
+        return None
+    return Suppression.objects.filter(workspace_id=workspace_id, email=email.lower()).first()
