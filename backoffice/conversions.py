@@ -9,7 +9,7 @@ from conversions.models import ConversionEvent
 
 @admin.register(ConversionEvent)
 class ConversionEventAdmin(WorkspaceScopedAdmin):
-    """Stored once, never edited (SPEC 3): owners and editors browse."""
+    """Stored once, never edited: owners and editors browse."""
 
     view_roles = MEMBERS
     list_display = ["occurred_at", "event", "value", "event_name", "contact", "link_key", "post", "channel"]

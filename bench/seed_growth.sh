@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Grow a database to production size for the growth benchmark (issue #8):
+# Grow a database to production size for the growth benchmark (docs/benchmarks.md, "Data growth"):
 #
 #   bash bench/seed_growth.sh            # creates lftrack_growth: 1M customers, 5M clicks and events
 #   BENCH_DB=lftrack_small BENCH_CUSTOMERS=10000 BENCH_EVENTS=50000 bash bench/seed_growth.sh   # the baseline

@@ -1,4 +1,4 @@
-"""POST /api/v1/campaigns/<slug>/leads (SPEC 4.2) and POST /api/v1/email-events (bounces and complaints)."""
+"""POST /api/v1/campaigns/<slug>/leads and POST /api/v1/email-events (bounces and complaints)."""
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
@@ -10,7 +10,7 @@ from lftrack.api import StrictCharField, StrictChoiceField, StrictEmailField, is
 from lftrack.openapi import error_responses, string_messages
 from lftrack.ratelimit import Limit, rate_limit, token_key
 
-# Every request counts, whatever its outcome (CONTRACT.md section 3).
+# Every request counts, whatever its outcome (docs/api.md, rate limits).
 LEADS_PER_TOKEN = Limit("campaign-leads-token", token_key, "RATELIMIT_CAMPAIGN_LEADS_TOKEN")
 _STATUS = {LeadOutcome.CREATED: 201, LeadOutcome.REUSED: 201, LeadOutcome.ALREADY_ENROLLED: 200, LeadOutcome.SUPPRESSED: 200}
 

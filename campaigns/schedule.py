@@ -1,4 +1,4 @@
-"""next_send_at (CONTRACT.md section 6): the one rule, for one enrollment in Python and for many in SQL."""
+"""next_send_at (docs/enrollment.md): the one rule, for one enrollment in Python and for many in SQL."""
 from datetime import datetime, timedelta
 
 from django.db import models

@@ -257,7 +257,7 @@ def _steps_by_campaign(campaign_ids: Iterable[int]) -> dict[int, list[CampaignEm
 
 
 def _next_active(steps: list[CampaignEmail], *, after: int) -> CampaignEmail | None:
-    """The first active step after position `after`: inactive steps are skipped (CONTRACT 6)."""
+    """The first active step after position `after`: inactive steps are skipped (docs/enrollment.md)."""
     return next((step for step in steps if step.active and step.position > after), None)
 
 

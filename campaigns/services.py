@@ -49,7 +49,7 @@ _ACTIVITY_CHANNELS = {value for value, _ in CustomerActivity._meta.get_field("ch
 
 
 class LeadOutcome(models.TextChoices):
-    """SPEC 3 and 4.2: what a POST to a campaign's leads (or an enrolling conversion) did."""
+    """The outcomes of docs/enrollment.md: what a POST to a campaign's leads (or an enrolling conversion) did."""
 
     CREATED = "created"  # new contact, enrolled, counted as a campaign lead
     REUSED = "reused"  # known contact, enrolled (or resumed: then no new lead)
@@ -220,7 +220,7 @@ def campaign_link_create(
 def campaign_lead_add(
     *, campaign: Campaign, email: str, name: str = "", external_id: str = "", channel: str = "api"
 ) -> LeadResult:
-    """POST /campaigns/<slug>/leads (SPEC 3, 4.2): match the contact (name overwritten) and enroll them."""
+    """POST /campaigns/<slug>/leads (docs/enrollment.md): match the contact (name overwritten) and enroll them."""
     if not email:
         raise Unprocessable("email is required")
     match = customer_match(

@@ -1,4 +1,4 @@
-"""POST /api/v1/conversions (SPEC 4.1) and the pixel's POST /api/v1/browser/conversions (CONTRACT 7)."""
+"""POST /api/v1/conversions and the pixel's POST /api/v1/browser/conversions (docs/api.md)."""
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.utils import (
@@ -58,7 +58,7 @@ VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
     }
 )
 class ValueCentsField(serializers.JSONField):
-    """Taken as sent: `ConversionInput.validate` checks it on a sale only (CONTRACT.md section 3)."""
+    """Taken as sent: `ConversionInput.validate` checks it on a sale only (docs/api.md)."""
 
 
 class CustomerInput(serializers.Serializer):
@@ -79,7 +79,7 @@ class CustomerInput(serializers.Serializer):
 class ConversionInput(serializers.Serializer):
     event = StrictChoiceField(choices=["lead", "sale"], error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"})
     click_id = StrictCharField(max_length=64, allow_blank=False, error_messages={"required": "click_id is required", "blank": "click_id is required", "null": "click_id is required"})
-    # Validated only for sales: on a lead it is ignored, whatever it holds (CONTRACT.md section 3).
+    # Validated only for sales: on a lead it is ignored, whatever it holds (docs/api.md).
     value_cents = ValueCentsField(required=False, allow_null=True)
     event_name = StrictCharField(max_length=255, required=False, allow_null=True)
     customer = CustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
@@ -105,7 +105,7 @@ class ConversionCustomerOut(serializers.Serializer):
 
 @extend_schema_serializer(component_name="Conversion")
 class ConversionOut(serializers.Serializer):
-    """The stored event, as `conversion_out` builds it (SPEC 2.2); `customer` is null when none was sent."""
+    """The stored event, as `conversion_out` builds it; `customer` is null when none was sent."""
 
     id = serializers.IntegerField()
     event = serializers.ChoiceField(choices=["lead", "sale"])
@@ -168,7 +168,7 @@ class ConversionViewSet(viewsets.ViewSet):
         operation_id="conversion_create",
         summary="Record a lead or a sale against a click",
         description="Stores the event against the click's link (and so its post), matches or creates the customer "
-        "(SPEC 2.3) and enrolls them in the post's campaign, if any. Limits: 1,000 requests a minute per token "
+        "(docs/matching.md) and enrolls them in the post's campaign, if any. Limits: 1,000 requests a minute per token "
         "and 600 per client address.",
         tags=["conversions"],
         request=ConversionInput,
@@ -238,7 +238,7 @@ class ConversionViewSet(viewsets.ViewSet):
 
 
 class BrowserCustomerInput(serializers.Serializer):
-    # The key is public: a person is named by email only, never by an external_id (CONTRACT.md section 7).
+    # The key is public: a person is named by email only, never by an external_id (docs/matching.md).
     email = StrictEmailField(allow_blank=False)
     name = StrictCharField(max_length=200, required=False, allow_null=True)
 

@@ -17,7 +17,7 @@ from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
 from workspaces.models import Workspace
 
-# A retried sale replays the first answer for this long (issue #3); older keys count as new.
+# A retried sale replays the first answer for this long (docs/api.md, Idempotency-Key); older keys count as new.
 IDEMPOTENCY_TTL = timedelta(hours=24)
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -56,7 +56,7 @@ def conversion_record(
     """Store a lead or sale against a click of this workspace, matching the customer when one is sent.
 
     A click of another workspace is unknown. A second lead on the same click is a second event
-    (SPEC 4.1, duplicate-lead rule). The pixel (channel "pixel") never moves an external_id.
+    (the duplicate-lead rule, docs/api.md). The pixel (channel "pixel") never moves an external_id.
     An unknown click rolls back the customer matched for it: a rejected request changes nothing.
     """
     match = None

@@ -1,4 +1,4 @@
-"""The one customer-matching service (CONTRACT.md section 5), used by every path that names a person."""
+"""The one customer-matching service (docs/matching.md), used by every path that names a person."""
 from dataclasses import dataclass
 
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -73,7 +73,7 @@ def customer_match(
     overwrite_name: bool = False,
     may_move_external_id: bool = True,
 ) -> Match:
-    """Find or create the workspace's one customer for this person (CONTRACT.md section 5).
+    """Find or create the workspace's one customer for this person (docs/matching.md).
 
     Email is the identity, matched case-insensitively and stored as first given; external_id is a
     movable label. Blanks are filled, a name or avatar is never replaced, except that campaign

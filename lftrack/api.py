@@ -106,7 +106,7 @@ _fields = threading.local()
 
 
 def parse(serializer_class: type[serializers.Serializer], data: dict) -> dict:
-    """Validate `data`; the first error becomes 422 with its contract message.
+    """Validate `data`; the first error becomes 422 with its documented message.
 
     DRF deep-copies every declared field (running each field's __init__ again) for every serializer
     instance: about a tenth of an API request's Python time. The input serializers here are stateless
@@ -271,5 +271,5 @@ def iso_utc(moment) -> str:
 
 
 def optional(value: str | None) -> str | None:
-    """Absent optional strings are stored empty and answered as null (CONTRACT.md section 3)."""
+    """Absent optional strings are stored empty and answered as null (docs/api.md)."""
     return value or None

@@ -13,7 +13,7 @@ logger = logging.getLogger("lftrack.errors")
 
 
 class ServiceError(Exception):
-    """A rule of the contract was broken; `message` is the contract's exact text."""
+    """A rule of the API was broken; `message` is its exact documented text (docs/api.md)."""
 
     status_code = 422
 

@@ -108,12 +108,12 @@ class TrackingKeyScheme(OpenApiAuthenticationExtension):
 
 
 # ---------------------------------------------------------------------------------------------
-# Errors: every non-2xx answer is {"error": <message>} (CONTRACT.md section 4, lftrack/errors.py).
+# Errors: every non-2xx answer is {"error": <message>} (docs/api.md, lftrack/errors.py).
 
 
 @extend_schema_serializer(component_name="Error")
 class ErrorOut(serializers.Serializer):
-    """Every error answer: exactly one key, the contract's message."""
+    """Every error answer: exactly one key, its documented message."""
 
     error = serializers.CharField()
 

@@ -1,4 +1,4 @@
-"""Settings, all from the environment (CONTRACT.md section 2); one module for every deployment."""
+"""Settings, all from the environment (README, "Configuration"); one module for every deployment."""
 from pathlib import Path
 
 import environ
@@ -200,7 +200,7 @@ STATIC_URL = "static/"
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = env.str("STATIC_ROOT", default="") or None
 
-# The API refuses bodies over 64 KiB (CONTRACT.md section 4); Django's own limit matches it.
+# The API refuses bodies over 64 KiB (docs/api.md); Django's own limit matches it.
 API_MAX_BODY_BYTES = 64 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 

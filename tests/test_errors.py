@@ -1,4 +1,4 @@
-"""Every non-2xx answer under /api/v1 is `{"error": ...}` with the contract's message."""
+"""Every non-2xx answer under /api/v1 is `{"error": ...}` with its documented message (docs/api.md)."""
 import pytest
 
 from tests.conftest import assert_api_error

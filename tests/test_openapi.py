@@ -101,7 +101,7 @@ def test_security_schemes_and_strict_field_types():
     assert schemas["ConversionEventEnum"]["enum"] == ["lead", "sale"]
     assert schemas["Error"] == {
         "type": "object",
-        "description": "Every error answer: exactly one key, the contract's message.",
+        "description": "Every error answer: exactly one key, its documented message.",
         "properties": {"error": {"type": "string"}},
         "required": ["error"],
         "additionalProperties": False,

@@ -42,7 +42,7 @@ BROWSER = "/api/v1/browser/conversions"
 
 @schemathesis.check
 def error_body_is_exact(ctx, response, case) -> bool | None:
-    """CONTRACT.md section 4: every non-2xx answer under /api/v1 is exactly `{"error": <string>}`."""
+    """docs/api.md, errors: every non-2xx answer under /api/v1 is exactly `{"error": <string>}`."""
     if response.status_code < 300:
         return None
     try:

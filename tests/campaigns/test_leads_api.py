@@ -1,4 +1,4 @@
-"""POST /api/v1/campaigns/<slug>/leads: the SPEC 3 table, the SPEC 4.2 statuses and body, errors, limits."""
+"""POST /api/v1/campaigns/<slug>/leads: the outcomes table of docs/enrollment.md, statuses and body, errors, limits."""
 from datetime import timedelta
 
 import pytest
@@ -29,7 +29,7 @@ def post(api, token, data, url=URL):
     return api.post(url, data, token=token)
 
 
-# --- the SPEC 3 table, one test per row -------------------------------------------------------
+# --- the outcomes table, one test per row -------------------------------------------------------
 
 
 def test_unknown_email_creates_the_contact_and_enrolls_it(api, acme_token, campaign, clock):
@@ -211,7 +211,7 @@ def test_suppression_in_another_workspace_does_not_apply(api, acme_token, campai
     assert post(api, acme_token, {"email": "ada@example.com"}).json()["outcome"] == "created"
 
 
-# --- errors (SPEC 7, CONTRACT 4) -----------------------------------------------------------
+# --- errors (docs/api.md) --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

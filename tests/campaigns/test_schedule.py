@@ -1,4 +1,4 @@
-"""next_send_at (CONTRACT.md section 6), with the clock moved by time_machine."""
+"""next_send_at (docs/enrollment.md), with the clock moved by time_machine."""
 from datetime import timedelta
 
 import pytest

@@ -1,4 +1,4 @@
-"""POST /api/v1/conversions: SPEC 4.1 and 7, CONTRACT.md section 4 messages, exact bodies, nothing stored on errors."""
+"""POST /api/v1/conversions: the fields, statuses and error messages of docs/api.md, exact bodies, nothing stored on errors."""
 from datetime import datetime, timezone
 
 import pytest

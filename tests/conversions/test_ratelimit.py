@@ -110,7 +110,7 @@ def test_ip_limit_behind_a_proxy_cannot_be_dodged_with_a_forged_header(api, acme
     assert resp.status_code == 201
 
 
-def test_default_limits_come_from_the_contract(settings):
+def test_default_limits_are_the_documented_ones(settings):
     assert (settings.RATELIMIT_CONVERSIONS_TOKEN, settings.RATELIMIT_CONVERSIONS_IP) == ("1000/m", "600/m")
 
 

@@ -1,4 +1,4 @@
-"""customer_match: one test per rule of CONTRACT.md section 5, the name/avatar and pixel policies, races."""
+"""customer_match: one test per rule of docs/matching.md, the name/avatar and pixel policies, races."""
 
 import pytest
 from django.db import IntegrityError, transaction

@@ -1,4 +1,4 @@
-"""`manage.py campaign create|add-email|activate-email|stop|pause|resume` (CONTRACT.md section 8)."""
+"""`manage.py campaign create|add-email|activate-email|stop|pause|resume` (README, "Operator CLI")."""
 from django.core.management.base import CommandError
 
 from campaigns.api import enrollment_out

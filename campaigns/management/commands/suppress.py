@@ -1,4 +1,4 @@
-"""`manage.py suppress WORKSPACE EMAIL --reason unsubscribed|bounced|complained` (CONTRACT.md section 8)."""
+"""`manage.py suppress WORKSPACE EMAIL --reason unsubscribed|bounced|complained` (README, "Operator CLI")."""
 from django.core.management.base import CommandError
 
 from campaigns.models import Suppression
