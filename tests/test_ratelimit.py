@@ -1,4 +1,5 @@
 """lftrack.ratelimit: the client address behind N trusted proxies, and the counters on the cache."""
+import runpy
 import socket
 
 import pytest
@@ -6,6 +7,7 @@ import time_machine
 from django.test import RequestFactory, override_settings
 from django_ratelimit.core import get_usage
 
+import lftrack.settings
 from lftrack.errors import RateLimited
 from lftrack.ratelimit import Limit, client_ip, ip_key, limits_enforce
 
@@ -100,7 +102,8 @@ def test_a_hung_redis_fails_open_after_its_timeout(hung_redis, caplog):
     assert "rate limits not enforced: cache unavailable (TimeoutError)" in caplog.text
 
 
-def test_redis_settings_bound_every_cache_call(settings):
-    if "Redis" not in settings.CACHES["default"]["BACKEND"]:
-        pytest.skip("REDIS_URL is not set")  # pragma: no cover - the PostgreSQL + Redis run covers it
-    assert settings.CACHES["default"]["OPTIONS"] == {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}
+def test_redis_settings_bound_every_cache_call(monkeypatch):
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+    configured = runpy.run_path(lftrack.settings.__file__)  # the settings module as it reads this environment
+    assert configured["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert configured["CACHES"]["default"]["OPTIONS"] == {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}
