@@ -1,8 +1,19 @@
-"""Request checks that run before any view: oversized API bodies, unstorable URLs and headers."""
+"""Request checks that run before any view: oversized API bodies, chunked bodies, unstorable URLs and headers."""
+import io
+
 from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from lftrack.errors import json_error
+
+# A refused body is read and dropped up to this much, so the client's next request on the same
+# keep-alive connection is read from where it starts (gunicorn itself drains only 64 KiB, then closes
+# a connection it has just answered "keep-alive" on, and a pooled client's next request fails).
+# Bigger bodies still end with the connection closed; the front proxy refuses them first
+# (deploy/nginx.conf, client_max_body_size).
+DRAIN_MAX_BYTES = 1024 * 1024
+_READ = 64 * 1024
 
 
 class RequestGuardMiddleware:
@@ -23,13 +34,64 @@ class RequestGuardMiddleware:
         if is_api:
             if _nul_in_headers(request):
                 return json_error(400, "bad request")
+            if _chunked(request):
+                return self._chunked(request) or self.get_response(request)
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 return json_error(400, "bad request")
             if length > settings.API_MAX_BODY_BYTES:
+                _drain(request, DRAIN_MAX_BYTES)
                 return json_error(413, "request too large")
         return self.get_response(request)
+
+    def _chunked(self, request: HttpRequest) -> HttpResponse | None:
+        """A `Transfer-Encoding: chunked` body (no Content-Length; the server has decoded the chunks): read
+        it here, bounded like any other, and hand it on as if its length had been sent. Without this,
+        Django reads a body without Content-Length as empty. A server that cannot say where such a body
+        ends (`wsgi.input_terminated`, which gunicorn sets) gets 411."""
+        if not request.META.get("wsgi.input_terminated"):
+            return json_error(411, "length required")
+        limit = settings.API_MAX_BODY_BYTES
+        stream = request.META["wsgi.input"]
+        body = _read(stream, limit + 1)
+        if len(body) > limit:
+            _drain(request, DRAIN_MAX_BYTES)
+            return json_error(413, "request too large")
+        request.META["CONTENT_LENGTH"] = str(len(body))
+        request._stream = LimitedStream(io.BytesIO(body), len(body))
+        return None
+
+
+def _chunked(request: HttpRequest) -> bool:
+    return "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not request.META.get("CONTENT_LENGTH")
+
+
+def _read(stream, limit: int) -> bytes:
+    parts, size = [], 0
+    while size < limit:
+        part = stream.read(min(_READ, limit - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
+
+
+def _drain(request: HttpRequest, limit: int) -> None:
+    """Read and drop what is left of the body, up to `limit`, where the server ends the input at the body's
+    end (`wsgi.input_terminated`: gunicorn); elsewhere a read past what arrived could wait for ever."""
+    if not request.META.get("wsgi.input_terminated"):
+        return
+    stream = request.META["wsgi.input"]
+    try:
+        while limit > 0:
+            part = stream.read(min(_READ, limit))
+            if not part:
+                return
+            limit -= len(part)
+    except OSError:  # the client went away: nothing left to keep in step with
+        return
 
 
 def _nul_in_headers(request: HttpRequest) -> bool:

@@ -162,6 +162,8 @@ RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
+# Unset: the console, which is right only with DEBUG on (campaigns/checks.py stops the sender otherwise).
+EMAIL_URL_SET = bool(env.str("EMAIL_URL", default=""))
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 globals().update(EMAIL_CONFIG)  # EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT, EMAIL_USE_TLS, ...
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="lftrack <noreply@localhost>")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, SystemCheckError
 from django.db import connection
 from django.utils import timezone
 
@@ -21,6 +21,13 @@ from campaigns.services import campaign_lead_add
 from tests.factories import CampaignEmailFactory, CampaignFactory, CustomerFactory, EnrollmentFactory
 
 BASE_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _production_mail(settings):
+    """What the sender needs with DEBUG off: a mail URL and an https base for the unsubscribe links."""
+    settings.EMAIL_URL_SET = True
+    settings.PUBLIC_BASE_URL = "https://track.example.com"
 
 
 def run(*args) -> dict:
@@ -78,6 +85,7 @@ def test_the_worker_sends_what_is_due_and_exits_0_on_a_signal(acme, signum):
         **os.environ,
         "DATABASE_URL": _database_url(),
         "EMAIL_URL": "dummymail://",  # accepts and drops: this test is about the process, not the mail
+        "PUBLIC_BASE_URL": "https://track.example.com",
         "LOG_LEVEL": "INFO",
         "LOG_FORMAT": "json",
     }
@@ -104,3 +112,37 @@ def test_the_worker_sends_what_is_due_and_exits_0_on_a_signal(acme, signum):
     assert worker.returncode == 0
     assert json.loads(out) == {"sent": 1, "deferred": 0, "skipped": 0}  # the worker's totals
     assert list(EmailSend.objects.filter(enrollment=enrollment).values_list("position", "status")) == [(1, "sent")]
+
+
+@pytest.mark.parametrize(
+    "missing, message",
+    [
+        ({"EMAIL_URL_SET": False}, "EMAIL_URL is required when DEBUG is off"),
+        ({"PUBLIC_BASE_URL": "http://track.example.com"}, "PUBLIC_BASE_URL must be an https URL when DEBUG is off"),
+    ],
+    ids=["no-mail-url", "plain-http-base"],
+)
+@pytest.mark.django_db
+def test_without_production_mail_settings_the_sender_refuses_to_start(settings, acme, mailoutbox, missing, message):
+    for name, value in missing.items():
+        setattr(settings, name, value)
+    campaign = CampaignFactory(workspace=acme, slug="spring")
+    CampaignEmailFactory(campaign=campaign, position=1, delay_minutes=0)
+    campaign_lead_add(campaign=campaign, email="ada@example.com")
+    with pytest.raises(CommandError, match=f"^{message} "):
+        call_command("send_due_emails", "--once", stdout=StringIO())
+    assert not EmailSend.objects.exists() and mailoutbox == []
+
+
+def test_check_deploy_names_the_missing_mail_settings(settings):
+    settings.EMAIL_URL_SET = False
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"
+    with pytest.raises(SystemCheckError) as raised:
+        call_command("check", "--deploy", "--fail-level", "ERROR", stdout=StringIO(), stderr=StringIO())
+    assert "lftrack.E001" in str(raised.value) and "EMAIL_URL is required" in str(raised.value)
+    assert "lftrack.E002" in str(raised.value) and "PUBLIC_BASE_URL must be an https URL" in str(raised.value)
+
+
+def test_with_debug_on_the_console_is_fine(settings):
+    settings.DEBUG, settings.EMAIL_URL_SET, settings.PUBLIC_BASE_URL = True, False, "http://127.0.0.1:8000"
+    call_command("check", "--deploy", "--fail-level", "ERROR", "--tag", "security", stdout=StringIO(), stderr=StringIO())

@@ -5,6 +5,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
+from campaigns.checks import sending_problems
 from campaigns.sending import BATCH_SIZE, run_pass, sender_run
 
 
@@ -24,6 +25,9 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be between 1 and 10000")
         if not 0 < sleep <= 3600:
             raise CommandError("--sleep must be above 0 and at most 3600 seconds")
+        problems = sending_problems()
+        if problems:
+            raise CommandError(problems[0][1])  # one line, naming the variable
         if once:
             result = run_pass(batch_size=batch_size)
         else:
