@@ -1,5 +1,6 @@
 """Rate-limit glue: django-ratelimit counters on the shared cache, 429 with Retry-After, X-RateLimit-* headers."""
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from functools import wraps
@@ -46,6 +47,51 @@ class Limit:
     setting: str  # the settings name holding the rate, read per request so operators and tests can change it
 
 
+class CircuitBreaker:
+    """Stops calling a cache that keeps failing: after `threshold` failures in a row, no call for `pause`
+    seconds, then one call tries again. A hung Redis otherwise costs every request its socket timeout
+    (0.25 s); with the breaker open the limits fail open at no cost. Per process; logs once per opening.
+    """
+
+    def __init__(self, *, threshold: int, pause: float):
+        self.threshold, self.pause = threshold, pause
+        self._failures = 0
+        self._open_until = 0.0
+        self._lock = threading.Lock()
+
+    def allows(self) -> bool:
+        return time.monotonic() >= self._open_until
+
+    @property
+    def is_open(self) -> bool:
+        return not self.allows()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._failures, self._open_until = 0, 0.0
+
+    def succeeded(self) -> None:
+        if self._failures:
+            with self._lock:
+                self._failures = 0
+
+    def failed(self, error: Exception) -> None:
+        with self._lock:
+            self._failures += 1
+            if self._failures < self.threshold:
+                logger.warning("rate limits not enforced: cache unavailable (%s)", type(error).__name__)
+                return
+            self._failures = 0
+            self._open_until = time.monotonic() + self.pause
+        logger.warning(
+            "rate limits not enforced for %s s: cache failed %s times in a row (%s)",
+            self.pause, self.threshold, type(error).__name__,
+        )
+
+
+breaker = CircuitBreaker(threshold=3, pause=30.0)
+
+
 def limits_enforce(request: HttpRequest, limits: tuple[Limit, ...]) -> tuple[int, int] | None:
     """Count this request against each limit; raise RateLimited when one is exceeded.
 
@@ -54,6 +100,8 @@ def limits_enforce(request: HttpRequest, limits: tuple[Limit, ...]) -> tuple[int
     down with it.
     """
     if not getattr(settings, "RATELIMIT_ENABLE", True):
+        return None
+    if not breaker.allows():
         return None
     cache = caches[settings.RATELIMIT_USE_CACHE]
     if isinstance(cache, RedisCache):
@@ -74,12 +122,14 @@ def limits_enforce(request: HttpRequest, limits: tuple[Limit, ...]) -> tuple[int
 
 def _usage(request: HttpRequest, limit: Limit) -> dict | None:
     try:
-        return get_usage(
+        usage = get_usage(
             request, group=limit.group, key=limit.key, rate=getattr(settings, limit.setting), increment=True
         )
     except Exception as exc:  # redis.ConnectionError, timeouts: fail open
-        logger.warning("rate limit %s not enforced: cache unavailable (%s)", limit.group, type(exc).__name__)
+        breaker.failed(exc)
         return None
+    breaker.succeeded()
+    return usage
 
 
 # Start each counter's window if it has none (SET NX EX), then count this request (INCR): for all
@@ -112,8 +162,9 @@ def _redis_usages(request: HttpRequest, limits: tuple[Limit, ...], cache: RedisC
     try:
         used = _count_script(cache)(keys=keys, args=expiries)
     except Exception as exc:  # redis.ConnectionError, timeouts: fail open
-        logger.warning("rate limits not enforced: cache unavailable (%s)", type(exc).__name__)
+        breaker.failed(exc)
         return []
+    breaker.succeeded()
     now = int(time.time())
     return [
         {"count": n, "limit": count, "should_limit": n > count, "time_left": window - now}

@@ -128,6 +128,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", True
 # The API's hot statements are prepared once per connection (lftrack/db.py). Turn off behind a
 # connection pooler in transaction mode that cannot carry prepared statements.
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
+# Deadlines: a connection attempt gives up after DB_CONNECT_TIMEOUT seconds, and /readyz calls the
+# database unavailable when it has not answered SELECT 1 within READY_TIMEOUT seconds.
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 3)
+READY_TIMEOUT = env_float("READY_TIMEOUT", 2.0)
 if env_bool("DB_JIT_OFF", True):
     # Every statement here is short, but the admin's per-row numbers are estimated high (the planner
     # cannot know the roll-up watermark read in the same statement), and JIT compiled the posts list

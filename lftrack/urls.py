@@ -10,7 +10,7 @@ from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
-from lftrack.views import healthz
+from lftrack.views import healthz, readyz
 
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
@@ -25,6 +25,7 @@ urlpatterns = [
     path("u/<str:token>", unsubscribe, name="unsubscribe"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("api/v1/openapi.json", OpenApiView.as_view(), name="openapi"),
     path("api/v1/", include(router.urls)),
     path("admin/", admin.site.urls),

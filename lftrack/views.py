@@ -1,40 +1,68 @@
-"""Operational endpoints that belong to no app."""
+"""Operational endpoints that belong to no app: liveness and readiness for load balancers."""
 import logging
+import threading
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import connections
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from lftrack.ratelimit import breaker
+
 logger = logging.getLogger("lftrack.health")
+
+# One database probe at a time per process: a probe stuck on a frozen database is left behind (its
+# thread ends when the connection does), and the probes after it answer 503 at once instead of piling up.
+_probe_running = threading.Lock()
 
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when the database answers (and Redis, when configured), 503 otherwise: for load balancers."""
-    checks = {"database": _database_ok()}
-    if settings.REDIS_URL:
-        checks["redis"] = _redis_ok()
-    failed = [name for name, ok in checks.items() if not ok]
-    if failed:
-        logger.warning("health check failed", extra={"failed": failed})
-        return JsonResponse({"status": "unavailable", "failed": failed}, status=503)
+    """Liveness: the process answers. Nothing else is asked, so a dependency's outage never makes an
+    orchestrator restart every node at once."""
     return JsonResponse({"status": "ok"})
 
 
-def _database_ok() -> bool:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except Exception:
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness, for the load balancer: 200 when PostgreSQL answers within READY_TIMEOUT seconds, 503
+    otherwise. Redis is reported but not required: without it the rate limits fail open and the API works."""
+    database = _database_answers(settings.READY_TIMEOUT)
+    body = {"status": "ok" if database else "unavailable", "database": "ok" if database else "unavailable"}
+    if settings.REDIS_URL:
+        body["redis"] = "ok" if _redis_answers() else "unavailable"
+    if not database:
+        logger.warning("not ready: database unavailable")
+        return JsonResponse(body, status=503, headers={"Retry-After": "5"})
+    return JsonResponse(body)
+
+
+def _database_answers(timeout: float) -> bool:
+    if not _probe_running.acquire(blocking=False):
         return False
-    return True
+    answered = threading.Event()
+
+    def probe() -> None:
+        try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT 1")
+            answered.set()
+        except Exception:
+            pass
+        finally:
+            connections["default"].close()  # the probe's own connection, in its own thread
+            _probe_running.release()
+
+    threading.Thread(target=probe, daemon=True, name="readyz-probe").start()
+    return answered.wait(timeout)
 
 
-def _redis_ok() -> bool:
+def _redis_answers() -> bool:
+    if breaker.is_open:
+        return False
     try:
-        cache.set("lftrack:healthz", "1", timeout=10)
-        return cache.get("lftrack:healthz") == "1"
+        cache.set("lftrack:readyz", "1", timeout=10)
+        return cache.get("lftrack:readyz") == "1"
     except Exception:
         return False

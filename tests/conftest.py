@@ -9,6 +9,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 
+from lftrack.ratelimit import breaker
 from tests.factories import ApiTokenFactory, MembershipFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Membership
 
@@ -65,6 +66,14 @@ def assert_api_error(response, status: int, message: str) -> None:
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
     assert response.json() == {"error": message}
+
+
+@pytest.fixture(autouse=True)
+def _closed_breaker():
+    """Each test starts with the rate limits' circuit breaker closed (it is per process)."""
+    breaker.reset()
+    yield
+    breaker.reset()
 
 
 @pytest.fixture(autouse=True)

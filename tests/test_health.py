@@ -1,34 +1,71 @@
-"""GET /healthz."""
+"""GET /healthz (liveness) and GET /readyz (readiness)."""
+import threading
+
 import pytest
-from django.db import connection
+from django.core.cache import caches
 from django.db.utils import OperationalError
+
+from lftrack import views
+from lftrack.ratelimit import breaker
 
 
 @pytest.mark.django_db
-def test_healthz_ok(client):
+def test_healthz_answers_whatever_the_dependencies(client, monkeypatch):
+    monkeypatch.setattr(views, "_database_answers", lambda timeout: pytest.fail("liveness asks no database"))
     resp = client.get("/healthz")
     assert resp.status_code == 200 and resp.json() == {"status": "ok"}
 
 
-@pytest.mark.django_db
-def test_healthz_503_when_the_database_is_down(client, monkeypatch):
-    def down(*args, **kwargs):
-        raise OperationalError("connection refused")
-
-    monkeypatch.setattr(connection, "cursor", down)
-    resp = client.get("/healthz")
-    assert resp.status_code == 503 and resp.json() == {"status": "unavailable", "failed": ["database"]}
+@pytest.mark.django_db(transaction=True)
+def test_readyz_ok_when_the_database_answers(client):
+    resp = client.get("/readyz")
+    assert resp.status_code == 200 and resp.json()["status"] == "ok" and resp.json()["database"] == "ok"
 
 
 @pytest.mark.django_db
-def test_healthz_503_when_redis_is_configured_but_down(client, settings):
+def test_readyz_503_when_the_database_refuses(client, monkeypatch):
+    class Down:
+        def cursor(self):
+            raise OperationalError("connection refused")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(views, "connections", {"default": Down()})
+    resp = client.get("/readyz")
+    assert resp.status_code == 503 and resp["Retry-After"] == "5"
+    assert resp.json() == {"status": "unavailable", "database": "unavailable"}
+
+
+@pytest.mark.django_db
+def test_readyz_503_within_its_deadline_when_the_database_hangs(client, monkeypatch, settings):
+    settings.READY_TIMEOUT = 0.2
+    release = threading.Event()
+
+    class Hung:
+        def cursor(self):
+            release.wait(10)
+            raise OperationalError("gone")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(views, "connections", {"default": Hung()})
+    try:
+        assert client.get("/readyz").status_code == 503
+        assert client.get("/readyz").status_code == 503  # the stuck probe is not joined by another
+    finally:
+        release.set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_reports_redis_but_does_not_require_it(client, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": settings.REDIS_URL}}
-    from django.core.cache import caches
-
     caches._settings = None  # pick up the overridden CACHES
     try:
-        resp = client.get("/healthz")
+        resp = client.get("/readyz")
     finally:
         caches._settings = None
-    assert resp.status_code == 503 and resp.json() == {"status": "unavailable", "failed": ["redis"]}
+    assert resp.status_code == 200 and resp.json() == {"status": "ok", "database": "ok", "redis": "unavailable"}
+    assert not breaker.is_open

@@ -1,6 +1,7 @@
 """lftrack.ratelimit: the client address behind N trusted proxies, and the counters on the cache."""
 import runpy
 import socket
+import time
 
 import pytest
 import time_machine
@@ -9,7 +10,7 @@ from django_ratelimit.core import get_usage
 
 import lftrack.settings
 from lftrack.errors import RateLimited
-from lftrack.ratelimit import Limit, client_ip, ip_key, limits_enforce
+from lftrack.ratelimit import CircuitBreaker, Limit, breaker, client_ip, ip_key, limits_enforce
 
 
 @pytest.fixture(autouse=True)
@@ -107,3 +108,36 @@ def test_redis_settings_bound_every_cache_call(monkeypatch):
     configured = runpy.run_path(lftrack.settings.__file__)  # the settings module as it reads this environment
     assert configured["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     assert configured["CACHES"]["default"]["OPTIONS"] == {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}
+
+
+def test_after_three_timeouts_in_a_row_a_hung_redis_costs_nothing(hung_redis, caplog):
+    caches_setting = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": hung_redis,
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+        }
+    }
+    with override_settings(CACHES=caches_setting, RATELIMIT_TEST_IP="1/m"):
+        for _ in range(3):  # each waits for its timeout
+            assert limits_enforce(request(), LIMITS) is None
+        assert breaker.is_open
+        started = time.monotonic()
+        for _ in range(20):
+            assert limits_enforce(request(), LIMITS) is None
+        assert (time.monotonic() - started) / 20 < 0.020
+    opened = [r for r in caplog.records if "failed 3 times in a row" in r.getMessage()]
+    assert len(opened) == 1  # logged once, not per request
+
+
+def test_the_breaker_tries_again_after_its_pause():
+    failing = CircuitBreaker(threshold=2, pause=30.0)
+    failing.failed(TimeoutError())
+    assert failing.allows()
+    failing.failed(TimeoutError())
+    assert not failing.allows()
+    failing._open_until = time.monotonic() - 1  # its pause is over
+    assert failing.allows()
+    failing.succeeded()
+    failing.failed(TimeoutError())
+    assert failing.allows()  # one failure after a success does not open it again
