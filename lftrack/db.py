@@ -14,6 +14,14 @@ class _PreparingCursor(ServerBindingCursor):
         return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
 
 
+def lift_timeouts(*, using: str = DEFAULT_DB_ALIAS) -> None:
+    """No statement or lock timeout for the rest of this connection's session: for migrations and the
+    roll-ups, whose statements may run long by design (the web's deadlines are lftrack/settings.py's)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SET statement_timeout = 0")
+        cursor.execute("SET lock_timeout = 0")
+
+
 @contextmanager
 def prepared_cursor() -> Iterator:
     """A Django cursor for the few statements every API request runs.

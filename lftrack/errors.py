@@ -1,8 +1,10 @@
 """The only place that builds `{"error": ...}` bodies: domain errors, the DRF handler and Django's handlers."""
 import logging
 import math
+import sys
 
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from django_ratelimit.exceptions import Ratelimited
@@ -64,7 +66,27 @@ def json_error(status: int, message: str, headers: dict[str, str] | None = None)
     return response
 
 
+# How long a client should wait before retrying when the database is out of reach.
+UNAVAILABLE_RETRY_AFTER = "5"
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """PostgreSQL could not be reached or did not answer in time: a refused or cut connection, a
+    statement_timeout, a lock_timeout. The request changed nothing (its transaction never committed)."""
+    return isinstance(exc, (OperationalError, InterfaceError))
+
+
+def log_unavailable(request: HttpRequest | None, exc: BaseException) -> None:
+    """One line per failure, no traceback: an outage is thousands of identical failures."""
+    logger.warning(
+        "database unavailable on %s %s (%s)",
+        getattr(request, "method", "?"), getattr(request, "path", "?"), type(exc.__cause__ or exc).__name__,
+    )
+
+
 def _status_and_message(exc: Exception) -> tuple[int, str, dict[str, str]]:
+    if database_unavailable(exc):
+        return 503, "service unavailable", {"Retry-After": UNAVAILABLE_RETRY_AFTER}
     if isinstance(exc, RateLimited):
         return 429, exc.message, exc.headers()
     if isinstance(exc, ServiceError):
@@ -110,6 +132,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         except RateLimited as limited:
             exc = limited
     status, message, headers = _status_and_message(exc)
+    if status == 503:
+        log_unavailable(context.get("request"), exc)
     if status == 500:
         request = context.get("request")
         # The traceback goes to the log with the route only: no headers, no body (they hold tokens).
@@ -140,6 +164,21 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
+    exc = sys.exc_info()[1]  # Django calls this inside its except block
+    if database_unavailable(exc):
+        log_unavailable(request, exc)
+        if _is_api(request):
+            return json_error(503, "service unavailable", {"Retry-After": UNAVAILABLE_RETRY_AFTER})
+        response = HttpResponse("Service unavailable, try again in a moment.", status=503, content_type="text/plain")
+        response["Retry-After"] = UNAVAILABLE_RETRY_AFTER
+        return response
     if _is_api(request):
         return json_error(500, "internal error")
     return defaults.server_error(request)
+
+
+class DropDatabaseOutages(logging.Filter):
+    """On django.request: an outage's failures are logged once each by log_unavailable, not as tracebacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and database_unavailable(record.exc_info[1]))

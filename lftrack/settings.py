@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "lftrack",
     "workspaces",
     "clicks",
     "customers",
@@ -82,6 +83,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "lftrack.logs.RequestLogMiddleware",
+    "lftrack.deadline.DeadlineMiddleware",
     "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -128,16 +130,30 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", True
 # The API's hot statements are prepared once per connection (lftrack/db.py). Turn off behind a
 # connection pooler in transaction mode that cannot carry prepared statements.
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
-# Deadlines: a connection attempt gives up after DB_CONNECT_TIMEOUT seconds, and /readyz calls the
-# database unavailable when it has not answered SELECT 1 within READY_TIMEOUT seconds.
+# Deadlines (README, "Configuration"). A connection attempt gives up after DB_CONNECT_TIMEOUT seconds;
+# a statement after DB_STATEMENT_TIMEOUT ms, a lock wait after DB_LOCK_TIMEOUT ms (the API's statements
+# take milliseconds, the admin's pages tens of them at a million contacts: docs/benchmarks.md); a web
+# request still waiting on the database after REQUEST_DEADLINE seconds has its connection cut
+# (lftrack/deadline.py); /readyz waits READY_TIMEOUT seconds. Each answers 503 "service unavailable".
+# migrate and roll_up_numbers lift the statement and lock timeouts for their own connection.
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 3)
+DB_STATEMENT_TIMEOUT = env_int("DB_STATEMENT_TIMEOUT", 5000)
+DB_LOCK_TIMEOUT = env_int("DB_LOCK_TIMEOUT", 3000)
+REQUEST_DEADLINE = env_float("REQUEST_DEADLINE", 10.0)
 READY_TIMEOUT = env_float("READY_TIMEOUT", 2.0)
+# Behind a pooler that refuses startup options: set these (and DB_JIT_OFF) to 0 and use ALTER ROLE ... SET.
+_server_options = [
+    f"-c {name}={value}" for name, value in (("statement_timeout", DB_STATEMENT_TIMEOUT), ("lock_timeout", DB_LOCK_TIMEOUT))
+    if value
+]
 if env_bool("DB_JIT_OFF", True):
     # Every statement here is short, but the admin's per-row numbers are estimated high (the planner
     # cannot know the roll-up watermark read in the same statement), and JIT compiled the posts list
     # for 1.5 s to run 5 ms of plan (docs/benchmarks.md, "Data growth"). Behind a pooler that refuses
     # startup options, set DB_JIT_OFF=0 and `ALTER ROLE ... SET jit = off` instead.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
+    _server_options.append("-c jit=off")
+if _server_options:
+    DATABASES["default"]["OPTIONS"]["options"] = " ".join(_server_options)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -267,11 +283,12 @@ LOGGING = {
         "json": {"()": "lftrack.logs.JsonFormatter"},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
+    "filters": {"no_outage_tracebacks": {"()": "lftrack.errors.DropDatabaseOutages"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.
     "loggers": {
-        "django.request": {"level": "ERROR", "propagate": True},
+        "django.request": {"level": "ERROR", "propagate": True, "filters": ["no_outage_tracebacks"]},
         # Scanners send foreign Host headers all day; the 400 is the answer, a traceback is noise.
         "django.security.DisallowedHost": {"level": "CRITICAL", "propagate": True},
     },
