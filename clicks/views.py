@@ -1,27 +1,74 @@
-"""GET /l/<key>: record a click and redirect with `lf_cid`."""
+"""GET /l/<key>: record a click and redirect with `lf_cid`; while the database is down, still redirect."""
+import logging
+import threading
+from collections import OrderedDict
+
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
 
 from clicks.models import Link
 from clicks.services import click_record, destination_with_click_id
 
+logger = logging.getLogger("lftrack.redirect")
+
+
+class _RecentLinks:
+    """The destinations of the links this process served lately (an LRU of `size`), for outages only:
+    a visitor then still reaches the destination, without a click id, and no click is recorded. A
+    destination changed during an outage may be served as it was for its length."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._rows: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, key: str, destination: str) -> None:
+        with self._lock:
+            self._rows[key] = destination
+            self._rows.move_to_end(key)
+            if len(self._rows) > self.size:
+                self._rows.popitem(last=False)
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._rows.get(key)
+
+
+recent_links = _RecentLinks(size=10_000)
+
 
 @require_safe
 def follow_link(request: HttpRequest, key: str) -> HttpResponse:
+    try:
+        return _follow(request, key)
+    except (OperationalError, InterfaceError) as exc:
+        destination = recent_links.get(key)
+        if destination is None:
+            raise  # 503 service unavailable (lftrack/errors.py)
+        logger.warning("redirect without a click: database unavailable (%s)", type(exc.__cause__ or exc).__name__)
+        return _redirect(destination)
+
+
+def _follow(request: HttpRequest, key: str) -> HttpResponse:
     row = Link.objects.filter(key=key).values_list("pk", "workspace_id", "destination").first()
     if row is None:
         raise Http404("unknown link")
     link_id, workspace_id, destination = row
+    recent_links.remember(key, destination)
     if request.method == "HEAD":  # link previews and monitors: answer, but record no click
-        response = HttpResponseRedirect(destination)
-    else:
-        click = click_record(
-            link_id=link_id,
-            workspace_id=workspace_id,
-            user_agent=request.META.get("HTTP_USER_AGENT", ""),
-            referrer=request.META.get("HTTP_REFERER", ""),
-        )
-        response = HttpResponseRedirect(destination_with_click_id(destination, click.click_id))
+        return _redirect(destination)
+    click = click_record(
+        link_id=link_id,
+        workspace_id=workspace_id,
+        user_agent=request.META.get("HTTP_USER_AGENT", ""),
+        referrer=request.META.get("HTTP_REFERER", ""),
+    )
+    return _redirect(destination_with_click_id(destination, click.click_id))
+
+
+def _redirect(location: str) -> HttpResponse:
+    response = HttpResponseRedirect(location)
     # Every visit must reach us to be counted: no browser or proxy may cache the redirect.
     response["Cache-Control"] = "no-store"
     response["Referrer-Policy"] = "no-referrer-when-downgrade"

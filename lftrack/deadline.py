@@ -77,9 +77,11 @@ class DeadlineMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not settings.REQUEST_DEADLINE:
+        # The redirect has a shorter one: a visitor waits for it, and it can redirect without the database.
+        deadline = settings.REDIRECT_DEADLINE if request.path.startswith("/l/") else settings.REQUEST_DEADLINE
+        if not deadline:
             return self.get_response(request)
-        watchdog.watch(time.monotonic() + settings.REQUEST_DEADLINE)
+        watchdog.watch(time.monotonic() + deadline)
         try:
             return self.get_response(request)
         finally:

@@ -140,6 +140,7 @@ DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DB_
 DB_STATEMENT_TIMEOUT = env_int("DB_STATEMENT_TIMEOUT", 5000)
 DB_LOCK_TIMEOUT = env_int("DB_LOCK_TIMEOUT", 3000)
 REQUEST_DEADLINE = env_float("REQUEST_DEADLINE", 10.0)
+REDIRECT_DEADLINE = env_float("REDIRECT_DEADLINE", 2.0)
 READY_TIMEOUT = env_float("READY_TIMEOUT", 2.0)
 # Behind a pooler that refuses startup options: set these (and DB_JIT_OFF) to 0 and use ALTER ROLE ... SET.
 _server_options = [

@@ -4,11 +4,14 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import requests
 from django.db import connection
+
+from tests.faults.proxy import FaultProxy
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -42,13 +45,22 @@ def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 20) -> N
     raise RuntimeError(f"{url} did not come up")
 
 
-@pytest.fixture
-def gunicorn(transactional_db):
-    """The base URL of gunicorn started with gunicorn.conf.py (1 worker x 4 threads), stopped afterwards."""
+def database_upstream() -> tuple[str, int] | str:
+    """Where the test database listens: (host, port), or the embedded server's Unix socket."""
+    db = connection.settings_dict
+    socket_dir = db.get("OPTIONS", {}).get("host")
+    if socket_dir and not db["HOST"]:
+        return f"{socket_dir}/.s.PGSQL.{db['PORT'] or 5432}"
+    return db["HOST"], int(db["PORT"] or 5432)
+
+
+@contextmanager
+def running_gunicorn(*, database: str, **env):
+    """gunicorn started with gunicorn.conf.py (1 worker x 4 threads) on a free port; yields (base URL, process)."""
     port = free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": database_url(),
+        "DATABASE_URL": database,
         "GUNICORN_BIND": f"127.0.0.1:{port}",
         "ALLOWED_HOSTS": "127.0.0.1",
         "WEB_CONCURRENCY": "1",
@@ -56,6 +68,7 @@ def gunicorn(transactional_db):
         "GUNICORN_LOG_LEVEL": "warning",
         "RATELIMIT_CONVERSIONS_TOKEN": "100000/m",
         "RATELIMIT_CONVERSIONS_IP": "100000/m",
+        **env,
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "lftrack.wsgi"],
@@ -64,7 +77,7 @@ def gunicorn(transactional_db):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base + "/healthz", process)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         try:
@@ -72,3 +85,27 @@ def gunicorn(transactional_db):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def gunicorn(transactional_db):
+    """The base URL of a gunicorn serving the test database."""
+    with running_gunicorn(database=database_url()) as (base, _):
+        yield base
+
+
+@pytest.fixture
+def proxied_gunicorn(transactional_db):
+    """(base URL, FaultProxy, process) of a gunicorn reaching the test database through a FaultProxy, with
+    short deadlines so that a test waits seconds, not the production defaults."""
+    proxy = FaultProxy(database_upstream())
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}@127.0.0.1:{proxy.port}/{db['NAME']}"
+    try:
+        with running_gunicorn(
+            database=url, REQUEST_DEADLINE="2", REDIRECT_DEADLINE="1", READY_TIMEOUT="1", DB_CONNECT_TIMEOUT="2",
+            CONN_MAX_AGE="60",
+        ) as (base, process):
+            yield base, proxy, process
+    finally:
+        proxy.close()
