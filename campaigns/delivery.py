@@ -44,8 +44,17 @@ class Mailer:
                 pass
 
 
-def deliver(items: list[T], message: Callable[[T], EmailMessage], mailer: Mailer) -> Delivery[T]:
+def deliver(
+    items: list[T],
+    message: Callable[[T], EmailMessage],
+    mailer: Mailer,
+    handing_over: Callable[[T, list[T]], None] | None = None,
+) -> Delivery[T]:
     """Send `message(item)` for each item in order; stop at the first connection-level failure.
+
+    `handing_over(item, accepted)` runs just before each message goes to the server, with the items
+    accepted since its last call: the caller records both in one step, so a process killed at any
+    moment leaves one message at most whose fate it does not know.
 
     Sorting follows what SMTP tells for certain: a reply code means the server did not take the
     message (4xx: try later, 5xx: never); an error before or instead of a reply (refused connection,
@@ -60,9 +69,18 @@ def deliver(items: list[T], message: Callable[[T], EmailMessage], mailer: Mailer
         delivery.error = describe(exc)
         mailer.close()
         return delivery
+    unrecorded: list[T] = []
     for index, item in enumerate(items):
         try:
-            if connection.send_messages([message(item)]) != 1:
+            built = message(item)
+        except Exception as exc:  # the message could not be built (an address the email package refuses)
+            delivery.failed.append((item, f"not sent: {describe(exc)}"))
+            continue
+        if handing_over is not None:
+            handing_over(item, unrecorded)
+            unrecorded = []
+        try:
+            if connection.send_messages([built]) != 1:
                 raise RuntimeError("the email backend did not send it")
         except smtplib.SMTPRecipientsRefused as exc:
             codes = [code for code, _ in exc.recipients.values()]
@@ -94,10 +112,11 @@ def deliver(items: list[T], message: Callable[[T], EmailMessage], mailer: Mailer
             delivery.released.extend(items[index + 1 :])
             delivery.error = describe(exc)
             break
-        except Exception as exc:  # the message could not be built (an address the email package refuses)
+        except Exception as exc:  # refused while being built by the backend (an address the email package refuses)
             delivery.failed.append((item, f"not sent: {describe(exc)}"))
         else:
             delivery.accepted.append(item)
+            unrecorded.append(item)
     if delivery.error:
         mailer.close()
     return delivery

@@ -168,8 +168,9 @@ class EmailSend(models.Model):
     """One step mailed to one enrollment. Unique per (enrollment, position): a step never goes twice."""
 
     class Status(models.TextChoices):
+        RESERVED = "reserved"  # the sender has it, not yet handed to SMTP: certainly not sent
         SENT = "sent"
-        FAILED = "failed"
+        FAILED = "failed"  # refused for good, or handed over with no answer recorded (unconfirmed)
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="sends")
@@ -182,6 +183,9 @@ class EmailSend(models.Model):
     error = models.TextField(blank=True, default="")
     sent_at = models.DateTimeField()
     complained_at = models.DateTimeField(null=True, blank=True)
+    # The PostgreSQL backend pid of the worker holding a `reserved` row: once that backend is gone, the
+    # worker died and the row is released (campaigns/sending.py, `_recover`).
+    reserved_by = models.IntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -193,4 +197,6 @@ class EmailSend(models.Model):
             models.Index(fields=["workspace", "sent_at"], name="campaigns_emailsend_daily"),
             # A complaint finds the last send to that address.
             models.Index(fields=["workspace", "to_email", "-sent_at"], name="campaigns_emailsend_recipient"),
+            # Each pass looks for reservations of dead workers: a handful of rows at most.
+            models.Index(fields=["reserved_by"], condition=Q(status="reserved"), name="campaigns_emailsend_reserved"),
         ]

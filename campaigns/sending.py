@@ -5,18 +5,22 @@ Guarantee: **at most once per step**. A pass works in batches of three steps:
 1. Reserve, in one short transaction holding the claimed enrollments' row locks
    (`SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint rows): skip suppressed
    addresses and contacts without one, defer what is over the workspace's daily limit, and for each
-   step to send insert its EmailSend row (unique per enrollment and position) and advance the
-   enrollment (last_sent_position, last_sent_at, next_send_at, or `completed`). The row is written
-   pessimistically, `failed` with the error UNCONFIRMED, and the transaction commits before any mail
-   leaves: from then on no worker can take that step again.
-2. Hand the messages to the email backend over one connection.
+   step to send insert its EmailSend row (unique per enrollment and position), `reserved` by this
+   worker's database session, and advance the enrollment (last_sent_position, last_sent_at,
+   next_send_at, or `completed`). The transaction commits before any mail leaves: from then on no
+   worker can take that step again.
+2. Hand the messages to the email backend over one connection, one at a time: just before each,
+   one statement marks it `failed` with the error UNCONFIRMED and the ones accepted since the last
+   such statement `sent`.
 3. Record what the server said: accepted rows become `sent`; a permanent refusal stays `failed` with
    the server's answer; a temporary refusal (4xx), or messages never handed over because the
    connection could not be used, are released (row deleted, enrollment put back) to be tried again.
 
-A worker that dies between 1 and 3 leaves its in-flight steps `failed` / UNCONFIRMED: they may
-or may not have gone out, and they are never sent again. A duplicate email costs more than a lost
-step here: recipients who get the same email twice complain, and complaints pause the campaign.
+A worker that dies at any moment leaves at most one message UNCONFIRMED (it may or may not have gone
+out, and it is never sent again: a duplicate costs more than a lost step, as recipients who get an
+email twice complain, and complaints pause the campaign). Its other rows are `sent`, or still
+`reserved`: never handed over, they are released by the next pass of any worker once the dead
+worker's database session is gone (`_recover`).
 """
 import logging
 import threading
@@ -29,7 +33,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import EmailMessage
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
@@ -102,10 +106,11 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
     request_id = request_id_var.set("send-" + uuid.uuid4().hex[:16])  # ties this pass's log lines together
     started = time.perf_counter()
     try:
+        _recover(now=timezone.now())
         while True:
             reservations, claimed = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
             if reservations:
-                delivery = deliver(reservations, _message, mailer)
+                delivery = deliver(reservations, _message, mailer, handing_over=_handing_over)
                 _record(delivery, now=timezone.now())
                 result.sent += len(delivery.accepted)
                 result.failed += len(delivery.failed) + len(delivery.bounced)
@@ -207,6 +212,7 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
             to_send.append((enrollment, step))
 
         allowance = _daily_allowance({enrollment.workspace_id for enrollment, _ in to_send}, now=now)
+        backend_pid = connection.connection.info.backend_pid  # this worker, for as long as it lives
         reservations: list[_Reservation] = []
         for enrollment, step in to_send:
             if allowance[enrollment.workspace_id] <= 0:
@@ -214,7 +220,9 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
                 result.deferred += 1
                 continue
             allowance[enrollment.workspace_id] -= 1
-            reservations.append(_reservation(enrollment, step, steps[enrollment.campaign_id], now=now))
+            reservations.append(
+                _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=backend_pid)
+            )
 
         EmailSend.objects.bulk_create([reservation.send for reservation in reservations])
         _enrollments_save(due)
@@ -261,7 +269,9 @@ def _next_active(steps: list[CampaignEmail], *, after: int) -> CampaignEmail | N
     return next((step for step in steps if step.active and step.position > after), None)
 
 
-def _reservation(enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime) -> _Reservation:
+def _reservation(
+    enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime, backend_pid: int
+) -> _Reservation:
     """Advance the locked enrollment past `step` and build its EmailSend row (saved by the caller)."""
     reservation = _Reservation(
         enrollment=enrollment,
@@ -274,8 +284,8 @@ def _reservation(enrollment: Enrollment, step: CampaignEmail, steps: list[Campai
             position=step.position,
             to_email=enrollment.customer.email,
             message_id=message_id_new(),
-            status=EmailSend.Status.FAILED,  # until the server's acceptance is recorded
-            error=UNCONFIRMED,
+            status=EmailSend.Status.RESERVED,  # until just before it is handed to the server
+            reserved_by=backend_pid,
             sent_at=now,
         ),
         previous_position=enrollment.last_sent_position,
@@ -350,14 +360,36 @@ def _message(reservation: _Reservation) -> EmailMessage:
 # 3. Record
 
 
+# One statement before each message goes: it becomes unconfirmed, the ones accepted since the last
+# such statement become sent. A worker killed at any moment leaves one message at most unconfirmed.
+_HANDING_OVER_SQL = (
+    f"UPDATE {EmailSend._meta.db_table} SET"
+    " status = CASE WHEN id = %(next)s THEN %(failed)s ELSE %(sent)s END,"
+    " error = CASE WHEN id = %(next)s THEN %(unconfirmed)s ELSE '' END, reserved_by = NULL"
+    " WHERE id = ANY(%(ids)s)"
+)
+
+
+def _handing_over(reservation: _Reservation, accepted: list[_Reservation]) -> None:
+    ids = [reservation.send.pk, *(done.send.pk for done in accepted)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HANDING_OVER_SQL,
+            {"next": reservation.send.pk, "ids": ids, "failed": EmailSend.Status.FAILED, "sent": EmailSend.Status.SENT,
+             "unconfirmed": UNCONFIRMED},
+        )
+
+
 def _record(delivery: Delivery[_Reservation], *, now: datetime) -> None:
     with transaction.atomic():
         if delivery.accepted:
             EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in delivery.accepted]).update(
-                status=EmailSend.Status.SENT, error=""
+                status=EmailSend.Status.SENT, error="", reserved_by=None
             )
         for reservation, error in [*delivery.failed, *delivery.bounced]:
-            EmailSend.objects.filter(pk=reservation.send.pk).update(error=error)
+            EmailSend.objects.filter(pk=reservation.send.pk).update(
+                status=EmailSend.Status.FAILED, error=error, reserved_by=None
+            )
         for reservation, _ in delivery.bounced:
             _bounce(reservation)
         if delivery.retry:
@@ -376,6 +408,50 @@ def _bounce(reservation: _Reservation) -> None:
         )
     except Unprocessable as exc:
         logger.warning("bounced address not suppressed", extra={"send_id": reservation.send.pk, "error": exc.message})
+
+
+# Reservations whose worker's database session is gone: the worker died before handing them over.
+_ABANDONED_SQL = (
+    f"SELECT id FROM {EmailSend._meta.db_table} WHERE status = %s"
+    " AND reserved_by NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"
+    " FOR UPDATE SKIP LOCKED"
+)
+
+
+def _recover(*, now: datetime) -> int:
+    """Release the reservations of workers that died before handing them over (killed, crashed): none of
+    them left, so each is deleted and its enrollment put back, due now. Returns how many.
+
+    A worker's reservations are tied to its PostgreSQL session (`reserved_by`): a process that dies
+    loses its connection, and the server ends that session. A reservation whose message was already
+    on its way is `failed` / unconfirmed by then, never here: it is not sent again.
+    """
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_ABANDONED_SQL, [EmailSend.Status.RESERVED])
+            ids = [row[0] for row in cursor.fetchall()]
+        if not ids:
+            return 0
+        abandoned = list(EmailSend.objects.filter(pk__in=ids).select_related("enrollment"))
+        enrollments = Enrollment.objects.select_for_update().in_bulk([send.enrollment_id for send in abandoned])
+        EmailSend.objects.filter(pk__in=ids).delete()
+        changed = []
+        for send in abandoned:
+            enrollment = enrollments.get(send.enrollment_id)
+            if enrollment is None or enrollment.last_sent_position != send.position:
+                continue  # moved on since: nothing to put back
+            before = EmailSend.objects.filter(enrollment=enrollment).order_by("-position").first()
+            enrollment.last_sent_position = before.position if before else 0
+            enrollment.last_sent_at = before.sent_at if before else None
+            if enrollment.state == State.COMPLETED:
+                enrollment.state = State.ACTIVE
+                enrollment.completed_at = None
+            if enrollment.state == State.ACTIVE:
+                enrollment.next_send_at = now
+            changed.append(enrollment)
+        _enrollments_save(changed)
+    logger.warning("released the reservations of a worker that died", extra={"count": len(ids)})
+    return len(ids)
 
 
 def _release(reservations: list[_Reservation], *, retry_at: datetime | None) -> None:
