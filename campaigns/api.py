@@ -82,7 +82,7 @@ class CampaignLeadViewSet(viewsets.ViewSet):
             200: OpenApiResponse(CampaignLeadOut, description="`already_enrolled` (enrollment untouched; name and "
                                  "external_id still applied) or `suppressed` (nothing enrolled, `enrollment` null)."),
             **error_responses(
-                400, 401, 404, 413, 415, 422, 429, 500,
+                400, 401, 404, 413, 415, 422, 429, 500, 503,
                 e404=["unknown campaign"],
                 e422=["email is required", "invalid email", *string_messages("email", "name", "external_id")],
             ),
@@ -159,7 +159,7 @@ class EmailEventViewSet(viewsets.ViewSet):
         responses={
             200: OpenApiResponse(EmailEventOut, description="The address is suppressed."),
             **error_responses(
-                400, 401, 413, 415, 422, 500,
+                400, 401, 413, 415, 422, 500, 503,
                 e422=["invalid type", "email is required", "invalid email", *string_messages("email")],
             ),
         },

@@ -179,7 +179,7 @@ class ConversionViewSet(viewsets.ViewSet):
                 description="Stored; or, with `Idempotent-Replayed: true`, the answer first given to this "
                 "`Idempotency-Key`, nothing stored again.",
             ),
-            **error_responses(400, 401, 413, 415, 422, 429, 500, e422=CONVERSION_ERRORS),
+            **error_responses(400, 401, 413, 415, 422, 429, 500, 503, e422=CONVERSION_ERRORS),
         },
         examples=[
             OpenApiExample(
@@ -349,6 +349,7 @@ class BrowserConversionViewSet(viewsets.ViewSet):
                 "413": error_response_object(413),
                 "429": error_response_object(429),
                 "500": error_response_object(500),
+                "503": error_response_object(503),
             },
         }
     }
@@ -385,7 +386,9 @@ class BrowserConversionViewSet(viewsets.ViewSet):
         request={"application/json": BrowserConversionRequest, "text/plain": BrowserConversionRequest},
         responses={
             201: OpenApiResponse(BrowserConversionOut, description="Stored."),
-            **error_responses(400, 401, 403, 413, 415, 422, 429, 500, e403=["origin not allowed"], e422=BROWSER_ERRORS),
+            **error_responses(
+                400, 401, 403, 413, 415, 422, 429, 500, 503, e403=["origin not allowed"], e422=BROWSER_ERRORS
+            ),
         },
         examples=[
             OpenApiExample(

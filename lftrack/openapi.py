@@ -131,6 +131,8 @@ _ERRORS: dict[int, tuple[str, list[str]]] = {
     429: ("Over a rate limit; retry after `Retry-After` seconds.", ["rate_limited"]),
     500: ("An unexpected error; the message never carries details (quote the `X-Request-ID` to the operator).",
           ["internal error"]),
+    503: ("The database could not be reached in time; nothing was stored. Retry after `Retry-After` seconds "
+          "(with the same `Idempotency-Key`, where the operation takes one).", ["service unavailable"]),
 }
 
 
@@ -175,7 +177,8 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "string"},
     },
     "Retry-After": {
-        "description": "Whole seconds until the limit's window resets.",
+        "description": "Whole seconds to wait before retrying: until the limit's window resets (429), or a "
+        "moment for the database to come back (503).",
         "required": True,
         "schema": {"type": "integer", "minimum": 1},
     },
@@ -223,6 +226,8 @@ def _response_headers(status: str, operation: dict) -> dict[str, dict[str, str]]
         names.append("WWW-Authenticate")
     if status == "429":
         names += ["Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining"]
+    if status == "503":
+        names.append("Retry-After")
     if status.startswith("2"):
         if "429" in operation.get("responses", {}):  # lftrack.ratelimit reports the tightest limit
             names += ["X-RateLimit-Limit", "X-RateLimit-Remaining"]

@@ -9,6 +9,7 @@ import schemathesis
 from django.conf import settings
 from django.core.cache import cache
 from django.core.management import call_command
+from django.db import OperationalError
 from django.test import override_settings
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -192,6 +193,7 @@ SCENARIOS = {
         **_common(CONVERSIONS, _conversion, lambda w: {**_conversion(w), "click_id": "unknown"}),
         "429": _twice("RATELIMIT_CONVERSIONS_TOKEN", CONVERSIONS, _conversion),
         "500": ("conversions.api.conversion_record", _conversion),
+        "503": ("conversions.api.conversion_record", _conversion, OperationalError),
     },
     (LEADS, "post"): {
         "201": lambda api, w: _post(api, w, "/api/v1/campaigns/spring/leads", _lead(w)),
@@ -200,6 +202,7 @@ SCENARIOS = {
         "404": lambda api, w: _post(api, w, "/api/v1/campaigns/nope/leads", _lead(w)),
         "429": _twice("RATELIMIT_CAMPAIGN_LEADS_TOKEN", "/api/v1/campaigns/spring/leads", _lead),
         "500": ("campaigns.api.campaign_lead_add", _lead),
+        "503": ("campaigns.api.campaign_lead_add", _lead, OperationalError),
     },
     (BROWSER, "post"): {
         "201": lambda api, w: _post(api, w, BROWSER, _browser(w)),
@@ -208,6 +211,7 @@ SCENARIOS = {
         "403": lambda api, w: _post(api, w, BROWSER, _browser(w), HTTP_ORIGIN="https://evil.example"),
         "429": _twice("RATELIMIT_BROWSER_IP", BROWSER, _browser),
         "500": ("conversions.api.conversion_record", _browser),
+        "503": ("conversions.api.conversion_record", _browser, OperationalError),
     },
     (BROWSER, "options"): {
         "204": lambda api, w: api.options(BROWSER, HTTP_ORIGIN=SHOP, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"),
@@ -215,11 +219,13 @@ SCENARIOS = {
         "413": lambda api, w: api.options(BROWSER, CONTENT_LENGTH="70000"),
         "429": lambda api, w: _options_twice(api),
         "500": ("conversions.api.origin_allowed_anywhere", None),
+        "503": ("conversions.api.origin_allowed_anywhere", None, OperationalError),
     },
     (EMAIL_EVENTS, "post"): {
         "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),
         **_common(EMAIL_EVENTS, _event, lambda w: {"type": "delivered", "email": "ada@example.com"}),
         "500": ("campaigns.api.email_event_record", _event),
+        "503": ("campaigns.api.email_event_record", _event, OperationalError),
     },
 }
 
@@ -259,11 +265,11 @@ def test_scenarios_cover_every_documented_status():
 def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, operation, status):
     scenario = SCENARIOS[operation][status]
     path, method = operation
-    if isinstance(scenario, tuple):  # (service to break, body): the unexpected error
-        target, body_of = scenario
+    if isinstance(scenario, tuple):  # (service to break, body[, error]): an unexpected error, or the database's
+        target, body_of, error = (*scenario, RuntimeError)[:3]
 
         def explode(*args, **kwargs):
-            raise RuntimeError("boom")
+            raise error("boom")
 
         monkeypatch.setattr(target, explode)
         if method == "options":
