@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test install clean openapi
+.PHONY: run test install clean openapi sysdeps
 
 install: $(STAMP)
 
@@ -27,8 +27,18 @@ run: $(STAMP)
 	  exec $(PY) manage.py runserver 127.0.0.1:8000'
 
 # With DATABASE_URL set the suite runs on that server; without it, on the embedded one.
-test: $(STAMP)
+test: $(STAMP) sysdeps
 	$(DB) $(PY) -m pytest
+
+# The browser tests drive Debian's Chromium, the fault tests run nginx: installed when missing, where
+# apt-get can (as root); elsewhere those tests skip, saying what they need.
+SYSDEPS := chromium chromedriver nginx
+sysdeps:
+	@missing=$$(for c in $(SYSDEPS); do command -v $$c >/dev/null || echo $$c; done); \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "make: installing chromium, chromium-driver and nginx (missing: $$missing)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx >/dev/null; \
+	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser or front-proxy tests will skip"; fi
 
 # Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
 openapi: $(STAMP)

@@ -138,7 +138,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 @pytest.fixture(scope="session")
 def _chromium():
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        pytest.skip("needs Debian's chromium and chromium-driver (installed by .ci/run)")
+        pytest.skip("needs Debian's chromium and chromium-driver (make test and .ci/run install them)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -35,7 +35,7 @@ def front_config(template: str, *, listen: int, upstream: int, temp: Path) -> st
 @pytest.fixture
 def front(gunicorn, tmp_path):
     if not shutil.which("nginx"):
-        pytest.fail("nginx is required (apt-get install nginx; .ci/run installs it)")
+        pytest.skip("needs Debian's nginx (make test and .ci/run install it)")
     tmp_path.chmod(0o777)  # nginx's workers run as an unprivileged user when started as root
     port = free_port()
     upstream = int(gunicorn.rsplit(":", 1)[1])
