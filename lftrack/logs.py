@@ -16,6 +16,25 @@ _STANDARD = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 access_logger = logging.getLogger("lftrack.access")
 
 
+_QUERY = re.compile(r"\?[^\s\"']*")
+
+
+class NoQueryStrings(logging.Filter):
+    """On the output handler: a logged request is its method and path, never its query string or body.
+
+    Query strings carry what people typed (an admin's search for an email address) and Django puts
+    the whole request on its error records; runserver logs every request line. Both are cut here.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        if request is not None and hasattr(request, "path"):
+            record.request = f"{getattr(request, 'method', '?')} {request.path}"
+        if record.name == "django.server" and record.args:
+            record.args = tuple(_QUERY.sub("", arg) if isinstance(arg, str) else arg for arg in record.args)
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """`{"ts", "level", "logger", "message", "request_id", ...extra}`; tracebacks under `exc`."""
 

@@ -284,8 +284,13 @@ LOGGING = {
         "json": {"()": "lftrack.logs.JsonFormatter"},
         "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "filters": {"no_outage_tracebacks": {"()": "lftrack.errors.DropDatabaseOutages"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "filters": {
+        "no_outage_tracebacks": {"()": "lftrack.errors.DropDatabaseOutages"},
+        "no_query_strings": {"()": "lftrack.logs.NoQueryStrings"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["no_query_strings"]},
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.
     "loggers": {

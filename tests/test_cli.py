@@ -106,3 +106,23 @@ def test_demo_is_rerunnable_and_prints_a_working_token(client):
     assert api_token_authenticate(second["token"]).workspace.slug == "demo"
     resp = client.get(f"/l/{second['link']['key']}")
     assert resp.status_code == 302 and "lf_cid=" in resp["Location"]
+
+
+def test_workspace_allow_origin_adds_it_once_and_prints_the_list(acme):
+    first = run("workspace", "allow-origin", "acme", "https://Shop.Example.com/")
+    again = run("workspace", "allow-origin", "acme", "https://shop.example.com")
+    second = run("workspace", "allow-origin", "acme", "http://localhost:3000")
+    assert first == again == {"slug": "acme", "allowed_origins": ["https://shop.example.com"]}
+    assert second == {"slug": "acme", "allowed_origins": ["http://localhost:3000", "https://shop.example.com"]}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["workspace", "allow-origin", "nope", "https://shop.example.com"], "unknown workspace: nope"),
+        (["workspace", "allow-origin", "acme", "shop.example.com"], "invalid origin: shop.example.com"),
+    ],
+)
+def test_workspace_allow_origin_refuses_bad_input_in_one_line(acme, args, message):
+    with pytest.raises(CommandError, match=f"^{message}$"):
+        call_command(*args, stdout=StringIO())
