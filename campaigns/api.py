@@ -8,10 +8,13 @@ from campaigns.models import Enrollment, Suppression
 from campaigns.services import LeadOutcome, LeadResult, campaign_get, campaign_lead_add
 from lftrack.api import StrictCharField, StrictChoiceField, StrictEmailField, iso_utc, optional, parse, request_json
 from lftrack.openapi import error_responses, string_messages
-from lftrack.ratelimit import Limit, rate_limit, token_key
+from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
 
 # Every request counts, whatever its outcome (docs/api.md, rate limits).
 LEADS_PER_TOKEN = Limit("campaign-leads-token", token_key, "RATELIMIT_CAMPAIGN_LEADS_TOKEN")
+LEADS_PER_IP = Limit("campaign-leads-ip", ip_key, "RATELIMIT_CAMPAIGN_LEADS_IP")
+EVENTS_PER_TOKEN = Limit("email-events-token", token_key, "RATELIMIT_EMAIL_EVENTS_TOKEN")
+EVENTS_PER_IP = Limit("email-events-ip", ip_key, "RATELIMIT_EMAIL_EVENTS_IP")
 _STATUS = {LeadOutcome.CREATED: 201, LeadOutcome.REUSED: 201, LeadOutcome.ALREADY_ENROLLED: 200, LeadOutcome.SUPPRESSED: 200}
 
 
@@ -115,7 +118,7 @@ class CampaignLeadViewSet(viewsets.ViewSet):
             ),
         ],
     )
-    @rate_limit(LEADS_PER_TOKEN)
+    @rate_limit(LEADS_PER_TOKEN, LEADS_PER_IP)
     def create(self, request, slug: str) -> Response:
         data = parse(CampaignLeadInput, request_json(request))
         campaign = campaign_get(workspace=request.auth.workspace, slug=slug)
@@ -159,7 +162,7 @@ class EmailEventViewSet(viewsets.ViewSet):
         responses={
             200: OpenApiResponse(EmailEventOut, description="The address is suppressed."),
             **error_responses(
-                400, 401, 413, 415, 422, 500, 503,
+                400, 401, 413, 415, 422, 429, 500, 503,
                 e422=["invalid type", "email is required", "invalid email", *string_messages("email")],
             ),
         },
@@ -173,6 +176,7 @@ class EmailEventViewSet(viewsets.ViewSet):
             ),
         ],
     )
+    @rate_limit(EVENTS_PER_TOKEN, EVENTS_PER_IP)
     def create(self, request) -> Response:
         data = parse(EmailEventInput, request_json(request))
         suppression = email_event_record(workspace=request.auth.workspace, event_type=data["type"], email=data["email"])

@@ -9,6 +9,11 @@ from django.views.decorators.http import require_safe
 
 from clicks.models import Link
 from clicks.services import click_record, destination_with_click_id
+from lftrack.errors import RateLimited
+from lftrack.ratelimit import Limit, ip_key, limits_enforce
+
+# A visitor never sees an error: past the limit the redirect answers as usual, recording nothing.
+CLICKS_PER_IP = (Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP"),)
 
 logger = logging.getLogger("lftrack.redirect")
 
@@ -57,6 +62,10 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     link_id, workspace_id, destination = row
     recent_links.remember(key, destination)
     if request.method == "HEAD":  # link previews and monitors: answer, but record no click
+        return _redirect(destination)
+    try:
+        limits_enforce(request, CLICKS_PER_IP)
+    except RateLimited:
         return _redirect(destination)
     click = click_record(
         link_id=link_id,

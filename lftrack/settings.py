@@ -1,4 +1,5 @@
 """Settings, all from the environment (README, "Configuration"); one module for every deployment."""
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -72,6 +73,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "axes",
     "lftrack",
     "workspaces",
     "clicks",
@@ -93,7 +95,20 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
+
+# Back-office logins (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one account, or from
+# one client address, further attempts of that account or address answer 429 for LOGIN_LOCKOUT_MINUTES,
+# before any password is hashed (100 wrong passwords in 12 s slowed the API on the same workers).
+# An operator unlocks with `manage.py axes_reset_username USERNAME` or `axes_reset_ip ADDRESS`.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # each on its own: per account and per address
+AXES_CLIENT_IP_CALLABLE = "lftrack.ratelimit.client_ip"  # the address behind TRUSTED_PROXY_COUNT proxies
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # its lines name the account: no personal data in logs
 
 ROOT_URLCONF = "lftrack.urls"
 WSGI_APPLICATION = "lftrack.wsgi.application"
@@ -177,6 +192,13 @@ RATELIMIT_USE_CACHE = "default"
 RATELIMIT_CONVERSIONS_TOKEN = env.str("RATELIMIT_CONVERSIONS_TOKEN", default="1000/m")
 RATELIMIT_CONVERSIONS_IP = env.str("RATELIMIT_CONVERSIONS_IP", default="600/m")
 RATELIMIT_CAMPAIGN_LEADS_TOKEN = env.str("RATELIMIT_CAMPAIGN_LEADS_TOKEN", default="120/m")
+# Per client address on the endpoints a leaked token could flood, and on requests refused at
+# authentication (no token, a wrong one): docs/api.md, "Rate limits".
+RATELIMIT_CAMPAIGN_LEADS_IP = env.str("RATELIMIT_CAMPAIGN_LEADS_IP", default="600/m")
+RATELIMIT_EMAIL_EVENTS_TOKEN = env.str("RATELIMIT_EMAIL_EVENTS_TOKEN", default="600/m")
+RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m")
+# Clicks recorded per client address: past it the redirect still answers, without a click id.
+RATELIMIT_REDIRECT_IP = env.str("RATELIMIT_REDIRECT_IP", default="300/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
 # Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
 RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")

@@ -224,6 +224,7 @@ SCENARIOS = {
     (EMAIL_EVENTS, "post"): {
         "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),
         **_common(EMAIL_EVENTS, _event, lambda w: {"type": "delivered", "email": "ada@example.com"}),
+        "429": _twice("RATELIMIT_EMAIL_EVENTS_TOKEN", EMAIL_EVENTS, _event),
         "500": ("campaigns.api.email_event_record", _event),
         "503": ("campaigns.api.email_event_record", _event, OperationalError),
     },

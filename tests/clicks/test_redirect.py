@@ -82,3 +82,14 @@ def test_destination_rewrite(destination, expected):
 def test_strange_keys_are_not_found_or_refused_never_500(client, path):
     assert client.get(path).status_code in (400, 404)
     assert not Click.objects.exists()
+
+
+def test_past_the_per_address_limit_the_redirect_still_answers_but_records_nothing(client, settings):
+    settings.RATELIMIT_REDIRECT_IP = "2/m"
+    link = LinkFactory(destination="https://shop.example.com/?a=1")
+    answers = [client.get(f"/l/{link.key}", REMOTE_ADDR="198.51.100.20") for _ in range(4)]
+    assert [resp.status_code for resp in answers] == [302] * 4
+    assert ["lf_cid=" in resp["Location"] for resp in answers] == [True, True, False, False]
+    assert answers[-1]["Location"] == "https://shop.example.com/?a=1"
+    assert Click.objects.count() == 2
+    assert "lf_cid=" in client.get(f"/l/{link.key}", REMOTE_ADDR="198.51.100.21")["Location"]  # others still count
