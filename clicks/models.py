@@ -45,6 +45,9 @@ class Click(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     user_agent = models.CharField(max_length=512, blank=True, default="")
     referrer = models.CharField(max_length=2048, blank=True, default="")
+    # A crawler, a link-preview fetcher or a prefetch (clicks/bots.py): redirected as anyone, but
+    # left out of the click numbers.
+    is_bot = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["click_id"], name="clicks_click_one_per_click_id")]

@@ -21,13 +21,16 @@ def destination_with_click_id(destination: str, click_id: str) -> str:
     return urlunsplit(parts._replace(query="&".join(kept)))
 
 
-def click_record(*, link_id: int, workspace_id: int, user_agent: str = "", referrer: str = "") -> Click:
+def click_record(
+    *, link_id: int, workspace_id: int, user_agent: str = "", referrer: str = "", is_bot: bool = False
+) -> Click:
     """One INSERT: the redirect is the hottest path of the product."""
     return Click.objects.create(
         link_id=link_id,
         workspace_id=workspace_id,
         user_agent=_clean(user_agent, 512),
         referrer=_clean(referrer, 2048),
+        is_bot=is_bot,
     )
 
 

@@ -7,6 +7,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
 
+from clicks.bots import is_bot
 from clicks.models import Link
 from clicks.services import click_record, destination_with_click_id
 from lftrack.errors import RateLimited
@@ -67,11 +68,13 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
         limits_enforce(request, CLICKS_PER_IP)
     except RateLimited:
         return _redirect(destination)
+    user_agent = request.META.get("HTTP_USER_AGENT", "")
     click = click_record(
         link_id=link_id,
         workspace_id=workspace_id,
-        user_agent=request.META.get("HTTP_USER_AGENT", ""),
+        user_agent=user_agent,
         referrer=request.META.get("HTTP_REFERER", ""),
+        is_bot=is_bot(user_agent=user_agent, meta=request.META),
     )
     return _redirect(destination_with_click_id(destination, click.click_id))
 

@@ -42,7 +42,7 @@ class LinkNumber:
 
 
 LINK_NUMBERS = (
-    LinkNumber("clicks", Click, {}),
+    LinkNumber("clicks", Click, {"is_bot": False}),  # people only (clicks/bots.py)
     LinkNumber("leads", ConversionEvent, {"event": ConversionEvent.Event.LEAD}),
     LinkNumber("sales", ConversionEvent, {"event": ConversionEvent.Event.SALE}),
     LinkNumber("revenue_cents", ConversionEvent, {"event": ConversionEvent.Event.SALE}, summed="value_cents", money=True,

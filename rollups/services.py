@@ -24,6 +24,10 @@ _DELTAS = CampaignNumberDelta._meta.db_table
 _NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed", "sends", "complaints", "unsubscribes"]
 
 
+def _literal(value: object) -> str:
+    return ("TRUE" if value else "FALSE") if isinstance(value, bool) else f"'{value}'"
+
+
 def _link_add_sql(source: type) -> str:
     """The statement that adds `source`'s rows in (from, to] to the link totals: its numbers of LINK_NUMBERS
     (COUNT or SUM, per the entry) in their columns, zero in the others. The conditions are the registry's
@@ -34,7 +38,7 @@ def _link_add_sql(source: type) -> str:
             return "0"
         if not number.where and not number.summed:
             return "COUNT(*)"
-        where = " AND ".join(f"{column} = '{value}'" for column, value in number.where.items()) or "TRUE"
+        where = " AND ".join(f"{column} = {_literal(value)}" for column, value in number.where.items()) or "TRUE"
         return f"COALESCE(SUM(CASE WHEN {where} THEN {number.summed or 1} END), 0)"
 
     columns = [number.name for number in LINK_NUMBERS]
