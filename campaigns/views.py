@@ -7,9 +7,11 @@ from django.views.decorators.http import require_http_methods
 
 from campaigns.unsubscribe import unsubscribe as unsubscribe_address
 from campaigns.unsubscribe import unsubscribe_target
-from lftrack.errors import ServiceError
+from lftrack.errors import RateLimited, ServiceError
+from lftrack.ratelimit import Limit, ip_key, limits_enforce
 
 _TEMPLATE = "campaigns/unsubscribe.html"
+PAGES_PER_IP = (Limit("unsubscribe-ip", ip_key, "RATELIMIT_UNSUBSCRIBE_IP"),)
 
 
 # csrf_exempt: mail clients' one-click POST (body `List-Unsubscribe=One-Click`) carries no cookie.
@@ -18,6 +20,12 @@ _TEMPLATE = "campaigns/unsubscribe.html"
 @never_cache
 @require_http_methods(["GET", "POST"])
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        limits_enforce(request, PAGES_PER_IP)
+    except RateLimited as limited:
+        response = HttpResponse("Too many requests; try again in a minute.", status=429, content_type="text/plain")
+        response["Retry-After"] = str(limited.retry_after)
+        return response
     try:
         workspace, email = unsubscribe_target(token=token)
         if request.method == "POST":

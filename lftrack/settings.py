@@ -199,6 +199,8 @@ RATELIMIT_EMAIL_EVENTS_TOKEN = env.str("RATELIMIT_EMAIL_EVENTS_TOKEN", default="
 RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m")
 # Clicks recorded per client address: past it the redirect still answers, without a click id.
 RATELIMIT_REDIRECT_IP = env.str("RATELIMIT_REDIRECT_IP", default="300/m")
+# Unsubscribe pages per client address (a person opens one; a guesser of signed links gets 400s).
+RATELIMIT_UNSUBSCRIBE_IP = env.str("RATELIMIT_UNSUBSCRIBE_IP", default="60/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
 # Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
 RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")

@@ -41,3 +41,12 @@ def test_email_events_are_limited_per_token_and_per_address(api, acme_token, set
     for _ in range(2):
         assert_api_error(api.post(url, {"type": "bounce", "email": "c@example.com"}, **ADDRESS), 401, "unauthorized")
     assert_api_error(api.post(url, {"type": "bounce", "email": "c@example.com"}, **ADDRESS), 429, "rate_limited")
+
+
+def test_unsubscribe_pages_are_limited_per_address(client, settings):
+    settings.RATELIMIT_UNSUBSCRIBE_IP = "3/m"
+    for _ in range(3):
+        assert client.get("/u/garbage", **ADDRESS).status_code == 400
+    limited = client.get("/u/garbage", **ADDRESS)
+    assert limited.status_code == 429 and limited["Retry-After"]
+    assert client.get("/u/garbage", REMOTE_ADDR="203.0.113.79").status_code == 400
