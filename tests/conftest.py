@@ -14,6 +14,16 @@ from tests.factories import ApiTokenFactory, MembershipFactory, UserFactory, Wor
 from workspaces.models import Membership
 
 
+def database_url() -> str:
+    """The test database, for a process of its own."""
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    socket_dir = db.get("OPTIONS", {}).get("host")  # the embedded server listens on a Unix socket only
+    if socket_dir and not db["HOST"]:
+        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={socket_dir}"
+    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
 def start_threads(count: int, target) -> tuple[list[threading.Thread], list]:
     """Start `count` threads on `target(i)`, released together by a barrier, for real races on PostgreSQL.
 

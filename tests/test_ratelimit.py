@@ -81,23 +81,22 @@ def test_counters_are_django_ratelimits_own():
 
 @pytest.fixture
 def hung_redis():
-    """A port that accepts connections and never answers, like a Redis stuck on a full disk."""
+    """CACHES on a port that accepts connections and never answers, like a Redis stuck on a full disk."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
-    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    yield {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+        }
+    }
     server.close()
 
 
 def test_a_hung_redis_fails_open_after_its_timeout(hung_redis, caplog):
-    caches_setting = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": hung_redis,
-            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
-        }
-    }
-    with override_settings(CACHES=caches_setting, RATELIMIT_TEST_IP="1/m"):
+    with override_settings(CACHES=hung_redis, RATELIMIT_TEST_IP="1/m"):
         assert limits_enforce(request(), LIMITS) is None
         assert limits_enforce(request(), LIMITS) is None  # over the limit, had it been counted
     assert "rate limits not enforced: cache unavailable (TimeoutError)" in caplog.text
@@ -111,14 +110,7 @@ def test_redis_settings_bound_every_cache_call(monkeypatch):
 
 
 def test_after_three_timeouts_in_a_row_a_hung_redis_costs_nothing(hung_redis, caplog):
-    caches_setting = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": hung_redis,
-            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
-        }
-    }
-    with override_settings(CACHES=caches_setting, RATELIMIT_TEST_IP="1/m"):
+    with override_settings(CACHES=hung_redis, RATELIMIT_TEST_IP="1/m"):
         for _ in range(3):  # each waits for its timeout
             assert limits_enforce(request(), LIMITS) is None
         assert breaker.is_open

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError, SystemCheckError
-from django.db import connection
 from django.utils import timezone
 
 from campaigns.models import EmailSend
 from campaigns.services import campaign_lead_add
+from tests.conftest import database_url
 from tests.factories import CampaignEmailFactory, CampaignFactory, CustomerFactory, EnrollmentFactory
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -63,16 +63,6 @@ def test_bad_options_are_one_line_errors(args, message):
         call_command("send_due_emails", *args, stdout=StringIO())
 
 
-def _database_url() -> str:
-    """The test database, for a worker process of its own."""
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    socket_dir = db.get("OPTIONS", {}).get("host")  # the embedded server listens on a Unix socket only
-    if socket_dir and not db["HOST"]:
-        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={socket_dir}"
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_the_worker_sends_what_is_due_and_exits_0_on_a_signal(acme, signum):
@@ -83,7 +73,7 @@ def test_the_worker_sends_what_is_due_and_exits_0_on_a_signal(acme, signum):
 
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "EMAIL_URL": "dummymail://",  # accepts and drops: this test is about the process, not the mail
         "PUBLIC_BASE_URL": "https://track.example.com",
         "LOG_LEVEL": "INFO",

@@ -11,6 +11,7 @@ import pytest
 import requests
 from django.db import connection
 
+from tests.conftest import database_url
 from tests.faults.proxy import FaultProxy
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -20,16 +21,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def database_url() -> str:
-    """The test database, for a process of its own."""
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    socket_dir = db.get("OPTIONS", {}).get("host")  # the embedded server listens on a Unix socket only
-    if socket_dir and not db["HOST"]:
-        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={socket_dir}"
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 20) -> None:

@@ -81,7 +81,7 @@ def test_the_redirect_keeps_redirecting_without_the_database(proxied_gunicorn, a
         started = time.monotonic()
         frozen = requests.get(f"{base}/l/{link.key}", allow_redirects=False, timeout=5)
         assert frozen.headers["Location"] == "https://shop.example.com/spring?ref=post"
-        assert time.monotonic() - started < 1 + 1  # REDIRECT_DEADLINE=1
+        assert time.monotonic() - started < 3  # REDIRECT_DEADLINE=1, far under REQUEST_DEADLINE
     finally:
         proxy.thaw()
     time.sleep(1)

@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from campaigns.models import EmailSend, Enrollment
 from campaigns.sending import UNCONFIRMED, run_pass
+from tests.conftest import database_url
 from tests.factories import CampaignEmailFactory, CampaignFactory, CustomerFactory, EnrollmentFactory
-from tests.faults.conftest import BASE_DIR, database_url, free_port
+from tests.faults.conftest import BASE_DIR, free_port
 
 pytestmark = pytest.mark.fault
 
