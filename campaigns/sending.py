@@ -56,6 +56,7 @@ BATCH_SIZE = 100
 RETRY_DELAY = timedelta(minutes=10)
 # Consecutive passes that could not use SMTP (or failed) wait longer and longer, up to this.
 MAX_BACKOFF_SECONDS = 60.0
+HEARTBEAT_SECONDS = 60.0
 UNCONFIRMED = "unconfirmed: the worker stopped before the SMTP server's answer was recorded; not retried (at most once)"
 _ENROLLMENT_FIELDS = ["state", "stopped_at", "completed_at", "last_sent_position", "last_sent_at", "next_send_at"]
 
@@ -140,7 +141,12 @@ def sender_run(*, stop: threading.Event, batch_size: int = BATCH_SIZE, idle_seco
     """
     totals = PassResult()
     failures = 0
+    logger.info("sender started", extra={"batch_size": batch_size})
+    beat = time.monotonic()
     while not stop.is_set():
+        if time.monotonic() - beat >= HEARTBEAT_SECONDS:  # a quiet worker still says it is alive
+            logger.info("sender alive", extra=totals.counts())
+            beat = time.monotonic()
         close_old_connections()  # a connection broken by a database restart is replaced, not reused
         try:
             result = run_pass(batch_size=batch_size, should_stop=stop.is_set)

@@ -10,7 +10,7 @@ from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
-from lftrack.views import healthz, readyz
+from lftrack.views import healthz, home, readyz
 
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
@@ -24,6 +24,7 @@ urlpatterns = [
     # The link in every campaign email (List-Unsubscribe): GET confirms, POST (one-click, RFC 8058) unsubscribes.
     path("u/<str:token>", unsubscribe, name="unsubscribe"),
     path("lf.js", pixel_script, name="pixel-script"),
+    path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("api/v1/openapi.json", OpenApiView.as_view(), name="openapi"),

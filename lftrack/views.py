@@ -1,12 +1,13 @@
-"""Operational endpoints that belong to no app: liveness and readiness for load balancers."""
+"""Pages that belong to no app: the home page, liveness and readiness for load balancers."""
 import logging
 import threading
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_safe
 
 from lftrack.ratelimit import breaker
 
@@ -15,6 +16,12 @@ logger = logging.getLogger("lftrack.health")
 # One database probe at a time per process: a probe stuck on a frozen database is left behind (its
 # thread ends when the connection does), and the probes after it answer 503 at once instead of piling up.
 _probe_running = threading.Lock()
+
+
+@require_safe
+def home(request: HttpRequest) -> HttpResponse:
+    """What this service is, where its back office and API document are, and the pixel's snippet."""
+    return render(request, "lftrack/home.html", {"base_url": settings.PUBLIC_BASE_URL})
 
 
 @require_GET

@@ -69,3 +69,12 @@ def test_readyz_reports_redis_but_does_not_require_it(client, settings):
         caches._settings = None
     assert resp.status_code == 200 and resp.json() == {"status": "ok", "database": "ok", "redis": "unavailable"}
     assert not breaker.is_open
+
+
+@pytest.mark.django_db
+def test_the_home_page_says_what_this_is_and_where_to_go(client):
+    resp = client.get("/")
+    page = resp.content.decode()
+    assert resp.status_code == 200 and "Link tracking, conversions and campaign sequences" in page
+    for href in ('href="/admin/"', 'href="/api/v1/openapi.json"', "/lf.js"):
+        assert href in page

@@ -136,3 +136,18 @@ def test_check_deploy_names_the_missing_mail_settings(settings):
 def test_with_debug_on_the_console_is_fine(settings):
     settings.DEBUG, settings.EMAIL_URL_SET, settings.PUBLIC_BASE_URL = True, False, "http://127.0.0.1:8000"
     call_command("check", "--deploy", "--fail-level", "ERROR", "--tag", "security", stdout=StringIO(), stderr=StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_says_it_started_and_that_it_is_alive(monkeypatch, caplog):
+    import threading
+
+    from campaigns import sending
+
+    monkeypatch.setattr(sending, "HEARTBEAT_SECONDS", 0.05)
+    stop = threading.Event()
+    threading.Timer(0.4, stop.set).start()
+    with caplog.at_level("INFO", logger="lftrack.sender"):
+        sending.sender_run(stop=stop, idle_seconds=0.05)
+    messages = [record.getMessage() for record in caplog.records if record.name == "lftrack.sender"]
+    assert messages[0] == "sender started" and "sender alive" in messages
