@@ -69,6 +69,7 @@ class CampaignEmail(models.Model):
 
 class Enrollment(models.Model):
     class State(models.TextChoices):
+        PENDING = "pending"  # from a channel without a secret (the pixel): waits for the person's confirmation
         ACTIVE = "active"
         STOPPED = "stopped"
         COMPLETED = "completed"
@@ -86,12 +87,18 @@ class Enrollment(models.Model):
     last_sent_position = models.PositiveIntegerField(default=0)
     last_sent_at = models.DateTimeField(null=True, blank=True)
     next_send_at = models.DateTimeField(null=True, blank=True)
+    # Double opt-in (docs/enrollment.md): a pending enrollment is deleted unconfirmed after confirm_by;
+    # its confirmation email went at confirmation_sent_at; the name the pixel sent waits in held_name.
+    confirm_by = models.DateTimeField(null=True, blank=True)
+    confirmation_sent_at = models.DateTimeField(null=True, blank=True)
+    held_name = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["campaign", "customer"], name="campaigns_enrollment_one_per_customer"),
             models.CheckConstraint(
-                condition=Q(state__in=["active", "stopped", "completed"]), name="campaigns_enrollment_state_valid"
+                condition=Q(state__in=["pending", "active", "stopped", "completed"]),
+                name="campaigns_enrollment_state_valid",
             ),
         ]
         indexes = [
@@ -104,6 +111,8 @@ class Enrollment(models.Model):
             # Recipients page: a campaign's enrollments newest first (the admin's order), with or
             # without a state filter; at 500,000 enrollments it replaced a sort of the whole campaign.
             models.Index(fields=["campaign", "-enrolled_at", "-id"], name="campaigns_enrollment_recent"),
+            # The sender's confirmations to send and pending enrollments to expire: few rows.
+            models.Index(fields=["confirm_by"], condition=Q(state="pending"), name="campaigns_enrollment_pending"),
         ]
 
     def __str__(self) -> str:

@@ -38,6 +38,7 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from campaigns.confirmation import confirmations_send
 from campaigns.delivery import Delivery, Mailer, deliver
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
@@ -70,6 +71,7 @@ class PassResult:
     skipped: int = 0  # suppressed addresses and contacts without one: their enrollments were stopped
     failed: int = 0  # refused for good by the server, or unconfirmed
     smtp_error: str = ""  # the pass ended early because the email backend could not be used
+    confirmations: int = 0  # double opt-in emails (campaigns/confirmation.py)
 
     def counts(self) -> dict[str, int]:
         return {"sent": self.sent, "deferred": self.deferred, "skipped": self.skipped}
@@ -79,10 +81,11 @@ class PassResult:
         self.deferred += other.deferred
         self.skipped += other.skipped
         self.failed += other.failed
+        self.confirmations += other.confirmations
 
     @property
     def idle(self) -> bool:
-        return not (self.sent or self.deferred or self.skipped or self.failed)
+        return not (self.sent or self.deferred or self.skipped or self.failed or self.confirmations)
 
 
 @dataclass
@@ -108,6 +111,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
     started = time.perf_counter()
     try:
         _recover(now=timezone.now())
+        result.confirmations = confirmations_send(now=timezone.now(), mailer=mailer)
         while True:
             reservations, claimed = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
             if reservations:
@@ -127,7 +131,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
         logger.log(
             logging.DEBUG if result.idle and not result.smtp_error else logging.INFO,
             "send pass",
-            extra={**result.counts(), "failed": result.failed, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+            extra={**result.counts(), "failed": result.failed, "confirmations": result.confirmations, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
         )
         request_id_var.reset(request_id)
     return result

@@ -4,6 +4,7 @@ The next_send_at rule itself lives in `campaigns.schedule` (re-exported here for
 """
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 State = Enrollment.State
+# An enrollment pending confirmation is deleted, unconfirmed, after this long.
+CONFIRM_WITHIN = timedelta(days=7)
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 _MAX_DELAY_MINUTES = 2**31 - 1  # PositiveIntegerField's range on PostgreSQL
 _ACTIVITY_CHANNELS = {value for value, _ in CustomerActivity._meta.get_field("channel").choices}
@@ -55,6 +58,7 @@ class LeadOutcome(models.TextChoices):
     REUSED = "reused"  # known contact, enrolled (or resumed: then no new lead)
     ALREADY_ENROLLED = "already_enrolled"  # enrollment untouched
     SUPPRESSED = "suppressed"  # nothing enrolled
+    PENDING = "pending"  # enrolled pending the person's confirmation (double opt-in); no lead until then
 
 
 @dataclass(frozen=True)
@@ -235,16 +239,26 @@ def campaign_lead_add(
 
 
 def campaign_enroll(
-    *, campaign: Campaign, customer: Customer, created: bool, channel: str, conversion_id: int | None = None
+    *,
+    campaign: Campaign,
+    customer: Customer,
+    created: bool,
+    channel: str,
+    conversion_id: int | None = None,
+    pending: bool = False,
+    held_name: str = "",
 ) -> LeadResult:
     """Enroll a matched contact (docs/enrollment.md, the outcomes table), inside the caller's transaction.
 
     `created` says this request created the contact (outcome `created`; no enrollment can exist yet).
     Reads only `pk` and `workspace_id` of `campaign`. `conversion_id` is the conversion that enrolled
-    them, if one did.
+    them, if one did. `pending` (a channel without a secret: the pixel) enrolls only a contact not
+    enrolled there yet, pending their confirmation, with the name they sent held until then.
     """
     if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email):
         return LeadResult(LeadOutcome.SUPPRESSED, customer, None)
+    if pending:
+        return _enroll_pending(campaign=campaign, customer=customer, held_name=held_name)
     if not created:  # retries land here: answer them with one read, no lock, no write
         result = _already_enrolled(campaign=campaign, customer=customer)
         if result is not None:
@@ -283,22 +297,37 @@ def _already_enrolled(*, campaign: Campaign, customer: Customer) -> LeadResult |
     return LeadResult(LeadOutcome.ALREADY_ENROLLED, customer, existing)
 
 
-def _enrollment_insert(*, campaign: Campaign, customer: Customer) -> Enrollment | None:
+def _enroll_pending(*, campaign: Campaign, customer: Customer, held_name: str) -> LeadResult:
+    existing = Enrollment.objects.filter(campaign=campaign, customer=customer).first()
+    if existing is None:
+        existing = _enrollment_insert(campaign=campaign, customer=customer, pending=True, held_name=held_name)
+        if existing is not None:
+            return LeadResult(LeadOutcome.PENDING, customer, existing)
+        existing = Enrollment.objects.get(campaign=campaign, customer=customer)  # a concurrent request's
+    return LeadResult(LeadOutcome.ALREADY_ENROLLED, customer, existing)
+
+
+def _enrollment_insert(
+    *, campaign: Campaign, customer: Customer, pending: bool = False, held_name: str = ""
+) -> Enrollment | None:
     """INSERT ... ON CONFLICT DO NOTHING: None when the customer is already (or concurrently) enrolled."""
+    now = timezone.now()
     enrollment = Enrollment(
         workspace_id=campaign.workspace_id,
         campaign=campaign,
         customer=customer,
-        state=State.ACTIVE,
-        enrolled_at=timezone.now(),
+        state=State.PENDING if pending else State.ACTIVE,
+        enrolled_at=now,
         last_sent_position=0,
+        confirm_by=now + CONFIRM_WITHIN if pending else None,
+        held_name=held_name,
     )
-    enrollment.next_send_at = enrollment_next_send_at(enrollment=enrollment)
+    enrollment.next_send_at = None if pending else enrollment_next_send_at(enrollment=enrollment)
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {Enrollment._meta.db_table} (workspace_id, campaign_id, customer_id, state, enrolled_at,"
-            " last_sent_position, next_send_at) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " last_sent_position, next_send_at, confirm_by, held_name) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (campaign_id, customer_id) DO NOTHING RETURNING id",
             [
                 campaign.workspace_id,
@@ -308,6 +337,8 @@ def _enrollment_insert(*, campaign: Campaign, customer: Customer) -> Enrollment 
                 adapt(enrollment.enrolled_at),
                 enrollment.last_sent_position,
                 adapt(enrollment.next_send_at),
+                adapt(enrollment.confirm_by),
+                enrollment.held_name,
             ],
         )
         row = cursor.fetchone()

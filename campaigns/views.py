@@ -1,16 +1,20 @@
-"""The unsubscribe page behind every campaign email's link: GET asks, POST (also one-click, RFC 8058) unsubscribes."""
+"""The pages behind the links of our emails: unsubscribe (GET asks, POST, also one-click RFC 8058, unsubscribes)
+and double opt-in confirmation (GET asks, POST confirms)."""
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from campaigns.confirmation import confirm_token_read, enrollment_confirm
+from campaigns.models import Enrollment
 from campaigns.unsubscribe import unsubscribe as unsubscribe_address
 from campaigns.unsubscribe import unsubscribe_target
 from lftrack.errors import RateLimited, ServiceError
 from lftrack.ratelimit import Limit, ip_key, limits_enforce
 
 _TEMPLATE = "campaigns/unsubscribe.html"
+_CONFIRM = "campaigns/confirm.html"
 PAGES_PER_IP = (Limit("unsubscribe-ip", ip_key, "RATELIMIT_UNSUBSCRIBE_IP"),)
 
 
@@ -37,3 +41,28 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     except ServiceError:
         return render(request, _TEMPLATE, {"state": "invalid"}, status=400)
     return render(request, _TEMPLATE, {"state": state, "workspace": workspace, "email": email})
+
+
+@csrf_exempt  # the signed link is the credential; a person may open it in a browser with no session
+@never_cache
+@require_http_methods(["GET", "POST"])
+def confirm(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        limits_enforce(request, PAGES_PER_IP)
+    except RateLimited as limited:
+        response = HttpResponse("Too many requests; try again in a minute.", status=429, content_type="text/plain")
+        response["Retry-After"] = str(limited.retry_after)
+        return response
+    try:
+        enrollment_id = confirm_token_read(token)
+    except ServiceError:
+        return render(request, _CONFIRM, {"state": "invalid"}, status=400)
+    enrollment = Enrollment.objects.select_related("campaign__workspace").filter(pk=enrollment_id).first()
+    if enrollment is None:
+        return render(request, _CONFIRM, {"state": "invalid"}, status=400)
+    workspace = enrollment.campaign.workspace
+    if request.method == "GET":  # link scanners open links: only the button confirms
+        return render(request, _CONFIRM, {"state": "confirm", "workspace": workspace})
+    if enrollment_confirm(enrollment_id=enrollment_id) is None:
+        return render(request, _CONFIRM, {"state": "invalid"}, status=400)
+    return render(request, _CONFIRM, {"state": "done", "workspace": workspace})

@@ -21,9 +21,9 @@ from conversions.services import (
     conversion_record,
     idempotency_key_check,
     idempotent_answer,
+    pixel_lead_record,
     request_digest,
 )
-from customers.models import Customer
 from lftrack.api import (
     BIGINT_MAX,
     JSONObjectField,
@@ -386,6 +386,10 @@ class BrowserConversionViewSet(viewsets.ViewSet):
         request={"application/json": BrowserConversionRequest, "text/plain": BrowserConversionRequest},
         responses={
             201: OpenApiResponse(BrowserConversionOut, description="Stored."),
+            200: OpenApiResponse(
+                BrowserConversionOut,
+                description="The click has 3 pixel leads already: the latest of them, nothing stored.",
+            ),
             **error_responses(
                 400, 401, 403, 413, 415, 422, 429, 500, 503, e403=["origin not allowed"], e422=BROWSER_ERRORS
             ),
@@ -418,14 +422,12 @@ class BrowserConversionViewSet(viewsets.ViewSet):
     def create(self, request) -> Response:
         data = parse(BrowserConversionInput, request_json(request))
         customer = data.get("customer")
-        conversion = conversion_record(
+        conversion, stored = pixel_lead_record(
             workspace=self.workspace,
-            channel=Customer.Channel.PIXEL,
-            event=ConversionEvent.Event.LEAD,
             click_id=data["click_id"],
             customer=None if customer is None else {"email": customer["email"], "name": customer.get("name") or ""},
         )
-        return Response(browser_conversion_out(conversion, data["click_id"]), status=201)
+        return Response(browser_conversion_out(conversion, data["click_id"]), status=201 if stored else 200)
 
     def options(self, request, *args, **kwargs) -> HttpResponse:
         """CORS preflight. It names no key, so it is granted to an origin that some workspace allows;

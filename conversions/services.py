@@ -8,10 +8,12 @@ from typing import Any, Callable
 from django.db import connection, transaction
 from django.utils import timezone
 
+from campaigns.confirmation import name_to_hold
 from campaigns.models import Campaign, CampaignPost
 from campaigns.services import LeadResult, campaign_enroll
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent, IdempotencyKey
+from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
@@ -60,6 +62,12 @@ def conversion_record(
     An unknown click rolls back the customer matched for it: a rejected request changes nothing.
     """
     match = None
+    held_name = ""
+    if customer is not None and channel == Customer.Channel.PIXEL:
+        # The pixel's key is public: whatever name it sends waits for the person's confirmation of a
+        # campaign enrollment, and never fills a name by itself (docs/matching.md, "The pixel").
+        customer = dict(customer)
+        held_name = name_to_hold(customer.pop("name", "") or "")
     if customer is not None:
         match = customer_match(
             workspace=workspace,
@@ -100,16 +108,24 @@ def conversion_record(
     conversion._state.adding = False
     conversion._state.db = connection.alias
     if row[3] is not None:
-        conversion_enroll(conversion=conversion, campaign_id=row[3], customer_created=match is not None and match.created)
+        conversion_enroll(
+            conversion=conversion,
+            campaign_id=row[3],
+            customer_created=match is not None and match.created,
+            held_name=held_name,
+        )
     return conversion
 
 
-def conversion_enroll(*, conversion: ConversionEvent, campaign_id: int, customer_created: bool = False) -> LeadResult | None:
+def conversion_enroll(
+    *, conversion: ConversionEvent, campaign_id: int, customer_created: bool = False, held_name: str = ""
+) -> LeadResult | None:
     """Enroll the conversion's customer in `campaign_id`, the campaign of its link's post (docs/enrollment.md).
 
     `customer_created` says the conversion's request created the customer (outcome `created`).
     None when there is nothing to enroll: no customer, or a customer without an email. A suppressed
-    customer gives the `suppressed` result and no enrollment.
+    customer gives the `suppressed` result and no enrollment. The pixel's enrollments wait for the
+    person's confirmation (double opt-in, docs/enrollment.md), with the name it sent held till then.
     """
     if conversion.customer_id is None:
         return None  # no query on the common path of conversions without customer data
@@ -125,7 +141,43 @@ def conversion_enroll(*, conversion: ConversionEvent, campaign_id: int, customer
             created=customer_created,
             channel=conversion.channel,
             conversion_id=conversion.pk,
+            pending=conversion.channel == Customer.Channel.PIXEL,
+            held_name=held_name,
         )
+
+
+# One click is one visit of one person: past this many pixel leads on it, the pixel's answer is the
+# latest of them and nothing is stored (docs/api.md, the pixel).
+PIXEL_LEADS_PER_CLICK = 3
+
+
+@transaction.atomic
+def pixel_lead_record(*, workspace: Workspace, click_id: str, customer: dict[str, str] | None) -> tuple[ConversionEvent, bool]:
+    """A lead from the pixel, unless the click has PIXEL_LEADS_PER_CLICK already: (the event, stored now).
+
+    The click row is locked for the count (FOR NO KEY UPDATE: the event's foreign key still inserts),
+    so concurrent calls on one click count one after another.
+    """
+    click_pk = (
+        Click.objects.select_for_update(no_key=True)
+        .filter(workspace=workspace, click_id=click_id)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if click_pk is None:
+        raise Unprocessable("unknown click_id")
+    earlier = list(
+        ConversionEvent.objects.filter(click_id=click_pk, channel=Customer.Channel.PIXEL).order_by("-pk")[
+            :PIXEL_LEADS_PER_CLICK
+        ]
+    )
+    if len(earlier) >= PIXEL_LEADS_PER_CLICK:
+        return earlier[0], False
+    event = conversion_record(
+        workspace=workspace, channel=Customer.Channel.PIXEL, event=ConversionEvent.Event.LEAD, click_id=click_id,
+        customer=customer,
+    )
+    return event, True
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,8 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30)
 # Sequence sending (campaigns/sending.py). Emails a workspace may send per UTC day when its own
 # Workspace.daily_send_limit is empty.
 DEFAULT_DAILY_SEND_LIMIT = env_int("DEFAULT_DAILY_SEND_LIMIT", 1000)
+# Double opt-in emails a workspace may send per 24 hours (campaigns/confirmation.py); not counted above.
+CONFIRMATIONS_PER_DAY = env_int("CONFIRMATIONS_PER_DAY", 200)
 # A campaign pauses when complaints reach this percentage of its sends over the last 30 days...
 COMPLAINT_PAUSE_PERCENT = env_float("COMPLAINT_PAUSE_PERCENT", 0.3)
 # ...or on any complaint while it has fewer sends than this in those 30 days (too few to trust a rate).

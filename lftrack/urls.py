@@ -4,7 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from campaigns.api import CampaignLeadViewSet, EmailEventViewSet
-from campaigns.views import unsubscribe
+from campaigns.views import confirm, unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
@@ -23,6 +23,7 @@ urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),
     # The link in every campaign email (List-Unsubscribe): GET confirms, POST (one-click, RFC 8058) unsubscribes.
     path("u/<str:token>", unsubscribe, name="unsubscribe"),
+    path("c/<str:token>", confirm, name="confirm"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),

@@ -206,12 +206,13 @@ SCENARIOS = {
     },
     (BROWSER, "post"): {
         "201": lambda api, w: _post(api, w, BROWSER, _browser(w)),
+        "200": lambda api, w: [_post(api, w, BROWSER, _browser(w)) for _ in range(4)][-1],
         **_common(BROWSER, _browser, lambda w: {**_browser(w), "event": "sale"}),
         "401": lambda api, w: _post(api, w, BROWSER, {**_browser(w), "key": "pk_wrong"}),
         "403": lambda api, w: _post(api, w, BROWSER, _browser(w), HTTP_ORIGIN="https://evil.example"),
         "429": _twice("RATELIMIT_BROWSER_IP", BROWSER, _browser),
-        "500": ("conversions.api.conversion_record", _browser),
-        "503": ("conversions.api.conversion_record", _browser, OperationalError),
+        "500": ("conversions.api.pixel_lead_record", _browser),
+        "503": ("conversions.api.pixel_lead_record", _browser, OperationalError),
     },
     (BROWSER, "options"): {
         "204": lambda api, w: api.options(BROWSER, HTTP_ORIGIN=SHOP, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"),

@@ -3,6 +3,7 @@ from datetime import timedelta
 
 import pytest
 
+from campaigns.confirmation import enrollment_confirm
 from campaigns.models import CampaignLead, Enrollment
 from campaigns.services import enrollment_stop
 from conversions.models import ConversionEvent
@@ -57,8 +58,12 @@ def test_conversions_through_the_api_enroll_too(api, acme_token, campaign, click
     assert CampaignLead.objects.get().conversion_id == resp.json()["id"]
 
 
-def test_pixel_conversion_records_its_channel(campaign, click):
+def test_a_pixel_conversion_enrolls_pending_confirmation_and_counts_a_lead_once_confirmed(campaign, click):
     record(click, channel="pixel", email="ada@example.com")
+    enrollment = Enrollment.objects.get()
+    assert (enrollment.state, enrollment.next_send_at) == ("pending", None)
+    assert not CampaignLead.objects.exists()
+    enrollment_confirm(enrollment_id=enrollment.pk)
     assert CampaignLead.objects.get().channel == "pixel"
 
 

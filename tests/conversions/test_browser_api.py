@@ -60,9 +60,8 @@ def test_lead_is_recorded_against_the_click_and_answers_no_customer_data(api, ac
         acme, click, click.link, "pixel", "lead"
     )
     customer = event.customer
-    assert (customer.email, customer.name, customer.external_id, customer.source) == (
-        "ada@example.com", "Ada Lovelace", "", "pixel"
-    )
+    # The public key may not name anyone: the name waits for a confirmed enrollment (tests/campaigns/test_double_opt_in.py).
+    assert (customer.email, customer.name, customer.external_id, customer.source) == ("ada@example.com", "", "", "pixel")
     assert "ada@example.com" not in resp.content.decode()
 
 
@@ -293,15 +292,15 @@ def test_an_external_id_holder_without_email_is_not_claimed(api, acme, click):
     assert Customer.objects.get(email="claim@example.com").external_id == ""
 
 
-def test_a_name_is_never_overwritten_but_a_blank_one_is_filled(api, acme, click):
+def test_the_pixel_neither_overwrites_nor_fills_a_name(api, acme, click):
     named = CustomerFactory(workspace=acme, email="Ada@Example.com", name="Ada Lovelace")
     blank = CustomerFactory(workspace=acme, email="grace@example.com", name="")
     send(api, lead(acme, click, customer={"email": "ada@example.com", "name": "Mallory"}))
-    send(api, lead(acme, click, customer={"email": "grace@example.com", "name": "Grace Hopper"}))
+    send(api, lead(acme, click, customer={"email": "grace@example.com", "name": "URGENT: verify at evil.example"}))
     named.refresh_from_db()
     blank.refresh_from_db()
     assert (named.email, named.name, named.source) == ("Ada@Example.com", "Ada Lovelace", "api")
-    assert blank.name == "Grace Hopper"
+    assert blank.name == ""  # an attacker's text never reaches what mail prints
     assert [e.customer_id for e in ConversionEvent.objects.order_by("pk")] == [named.pk, blank.pk]
     assert Customer.objects.count() == 2
 

@@ -1,0 +1,156 @@
+"""Double opt-in: the confirmation email of an enrollment the pixel made, its signed link, and confirming.
+
+The pixel's key is public and any page can mint a click, so an enrollment from it could name anyone's
+address: it waits (`pending`) until the person follows the link of one confirmation email. That email
+has fixed wording (the workspace's name and the link, nothing anyone could have typed into the pixel),
+goes at most once per address per day in a workspace and at most CONFIRMATIONS_PER_DAY per workspace,
+never to a suppressed address, and does not count against the daily sending limit.
+"""
+import re
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core import signing
+from django.core.mail import EmailMessage
+from django.db import transaction
+from django.db.models.functions import Lower
+from django.urls import reverse
+from django.utils import timezone
+
+from campaigns.mail import message_id_new
+from campaigns.models import CampaignLead, Enrollment, Suppression
+from campaigns.schedule import enrollment_next_send_at
+from campaigns.services import CONFIRM_WITHIN, LeadOutcome, _share_sequence
+from customers.models import Customer
+from lftrack.errors import BadRequest
+
+State = Enrollment.State
+_SALT = "lftrack.campaigns.confirm"
+INVALID_LINK = "invalid confirmation link"
+_BATCH = 100
+# A name is kept only if it reads as a name: no link, no control characters (docs/matching.md, "The pixel").
+_NOT_A_NAME = re.compile(r"(?i)://|www\.|[a-z0-9-]+\.[a-z]{2,}(?:/|\b)|[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def name_to_hold(name: str) -> str:
+    name = (name or "").strip()[:200]
+    return "" if _NOT_A_NAME.search(name) else name
+
+
+def confirm_token(enrollment_id: int) -> str:
+    return signing.TimestampSigner(salt=_SALT).sign(str(enrollment_id))
+
+
+def confirm_url(enrollment_id: int) -> str:
+    return settings.PUBLIC_BASE_URL + reverse("confirm", args=[confirm_token(enrollment_id)])
+
+
+def confirm_token_read(token: str) -> int:
+    if not token or len(token) > 200:
+        raise BadRequest(INVALID_LINK)
+    try:
+        value = signing.TimestampSigner(salt=_SALT).unsign(token, max_age=CONFIRM_WITHIN)
+    except signing.BadSignature:  # tampered, foreign or older than the confirmation window
+        raise BadRequest(INVALID_LINK) from None
+    return int(value)
+
+
+def confirmation_message(enrollment: Enrollment) -> EmailMessage:
+    workspace = enrollment.campaign.workspace.name or enrollment.campaign.workspace.slug
+    body = (
+        f"Someone, we hope you, asked to receive emails from {workspace} at this address.\n\n"
+        f"To confirm, open this link:\n{confirm_url(enrollment.pk)}\n\n"
+        "If it was not you, ignore this email: without a confirmation you will get nothing more from us.\n"
+    )
+    return EmailMessage(
+        subject=f"Confirm your subscription to {workspace}",
+        body=body,
+        to=[enrollment.customer.email],
+        headers={"Message-ID": message_id_new()},
+    )
+
+
+def confirmations_send(*, now: datetime, mailer) -> int:
+    """One batch of the sender's pass: delete what waited too long, then mail the confirmations due.
+    Returns how many went. At most once: an enrollment is marked before its email leaves."""
+    Enrollment.objects.filter(state=State.PENDING, confirm_by__lte=now).delete()
+    waiting = Enrollment.objects.filter(state=State.PENDING, confirmation_sent_at__isnull=True, confirm_by__gt=now)
+    if not waiting.exists():
+        return 0
+    connection = mailer.connection()  # unusable: nothing is marked, the next pass tries again
+    with transaction.atomic():
+        due = list(
+            waiting.select_for_update(skip_locked=True, of=("self",))
+            .select_related("customer", "campaign__workspace")
+            .order_by("confirm_by")[:_BATCH]
+        )
+        to_send, dropped = _sort(due, now=now)
+        Enrollment.objects.filter(pk__in=[enrollment.pk for enrollment in dropped]).delete()
+        Enrollment.objects.filter(pk__in=[enrollment.pk for enrollment in to_send]).update(confirmation_sent_at=now)
+    sent = 0
+    for enrollment in to_send:
+        try:
+            sent += connection.send_messages([confirmation_message(enrollment)])
+        except Exception:  # at most once: a confirmation that failed is not retried; the enrollment expires
+            continue
+    return sent
+
+
+def _sort(due: list[Enrollment], *, now: datetime) -> tuple[list[Enrollment], list[Enrollment]]:
+    """(to mail now, to drop): a suppressed address, or one mailed a confirmation in this workspace within a
+    day (this batch included), is dropped; past the workspace's CONFIRMATIONS_PER_DAY the rest wait."""
+    day_ago = now - timedelta(days=1)
+    to_send, dropped, mailed, sent_today = [], [], set(), {}
+    for enrollment in due:
+        workspace_id, email = enrollment.workspace_id, enrollment.customer.email.lower()
+        recent = Enrollment.objects.filter(workspace_id=workspace_id, confirmation_sent_at__gt=day_ago)
+        if (
+            not email
+            or (workspace_id, email) in mailed
+            or Suppression.objects.filter(workspace_id=workspace_id, email=email).exists()
+            or recent.alias(email_lower=Lower("customer__email")).filter(email_lower=email).exists()
+        ):
+            dropped.append(enrollment)
+            continue
+        if workspace_id not in sent_today:
+            sent_today[workspace_id] = recent.count()
+        if sent_today[workspace_id] >= settings.CONFIRMATIONS_PER_DAY:
+            continue  # the workspace's quota: a later pass, until the enrollment expires
+        sent_today[workspace_id] += 1
+        mailed.add((workspace_id, email))
+        to_send.append(enrollment)
+    return to_send, dropped
+
+
+@transaction.atomic
+def enrollment_confirm(*, enrollment_id: int) -> Enrollment | None:
+    """The person confirmed: the pending enrollment becomes active and is scheduled as any other; the name
+    they gave fills a blank name (never replaces one); the campaign counts a lead. None when there is
+    nothing pending any more (expired, or suppressed since). Confirming twice changes nothing."""
+    enrollment = Enrollment.objects.select_related("customer").filter(pk=enrollment_id).first()
+    if enrollment is None:
+        return None
+    _share_sequence(enrollment.campaign_id)
+    enrollment = Enrollment.objects.select_for_update().select_related("customer").get(pk=enrollment_id)
+    if enrollment.state != State.PENDING:
+        return enrollment
+    customer = enrollment.customer
+    if Suppression.objects.filter(workspace_id=enrollment.workspace_id, email=customer.email.lower()).exists():
+        return None
+    now = timezone.now()
+    enrollment.state = State.ACTIVE
+    enrollment.enrolled_at = now
+    enrollment.confirm_by = None
+    enrollment.next_send_at = enrollment_next_send_at(enrollment=enrollment)
+    enrollment.save(update_fields=["state", "enrolled_at", "confirm_by", "next_send_at"])
+    if enrollment.held_name and not customer.name:
+        Customer.objects.filter(pk=customer.pk, name="").update(name=enrollment.held_name, updated_at=now)
+    CampaignLead.objects.create(
+        workspace_id=enrollment.workspace_id,
+        campaign_id=enrollment.campaign_id,
+        customer=customer,
+        enrollment=enrollment,
+        outcome=LeadOutcome.CREATED if customer.source == Customer.Channel.PIXEL else LeadOutcome.REUSED,
+        channel=Customer.Channel.PIXEL,
+    )
+    return enrollment
