@@ -6,10 +6,8 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import unquote
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Q
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -18,13 +16,15 @@ from backoffice.scoping import (
     NOBODY,
     OWNERS,
     ServiceFormAdmin,
+    WorkspaceChoiceForm,
     WorkspaceScopedAdmin,
     as_id,
     is_superuser,
     visible_workspaces,
 )
 from lftrack.errors import ServiceError
-from workspaces.models import ApiToken, Membership, Workspace
+from workspaces.invitations import invitation_cancel, invitation_create
+from workspaces.models import ApiToken, Invitation, Membership, Workspace
 from workspaces.services import (
     allowed_origins_parse,
     api_token_create,
@@ -121,31 +121,6 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
 # ---------------------------------------------------------------------------------------------- Members
 
 
-class MemberAddForm(forms.ModelForm):
-    """Adds an existing user by username or email; the user list itself is never shown to owners."""
-
-    user_name = forms.CharField(label="Username or email", max_length=254)
-
-    class Meta:
-        model = Membership
-        fields = ["workspace", "role"]
-
-    def clean(self):
-        data = super().clean()
-        identifier = (data.get("user_name") or "").strip()
-        if identifier:
-            users = get_user_model().objects.filter(Q(username=identifier) | Q(email__iexact=identifier), is_active=True)
-            found = list(users[:2])
-            if len(found) != 1:
-                self.add_error("user_name", "No single active user has this username or email.")
-            else:
-                data["user"] = found[0]
-                workspace = data.get("workspace")
-                if workspace and Membership.objects.filter(workspace=workspace, user=found[0]).exists():
-                    self.add_error("user_name", "Already a member of this workspace.")
-        return data
-
-
 @admin.register(Membership)
 class MembershipAdmin(WorkspaceScopedAdmin):
     view_roles = add_roles = change_roles = delete_roles = OWNERS
@@ -166,24 +141,70 @@ class MembershipAdmin(WorkspaceScopedAdmin):
     def email(self, obj: Membership) -> str:
         return obj.user.email
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        if obj is None:
-            kwargs["form"] = MemberAddForm
-        return super().get_form(request, obj, change, **kwargs)
+    fields = ["workspace", "user", "role"]
+    readonly_fields = ["workspace", "user"]
 
-    def get_fields(self, request, obj=None):
-        return ["workspace", "user_name", "role"] if obj is None else ["workspace", "user", "role"]
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False  # nobody is added without saying yes: owners invite (InvitationAdmin)
 
-    def get_readonly_fields(self, request, obj=None):
-        return [] if obj is None else ["workspace", "user"]
+    def changelist_view(self, request, extra_context=None):
+        invite = reverse("admin:workspaces_invitation_add")
+        return super().changelist_view(request, {"title": "Members", "invite_url": invite, **(extra_context or {})})
 
     def save_model(self, request, obj, form, change) -> None:
-        user = obj.user if change else form.cleaned_data["user"]
-        saved = membership_set(workspace=obj.workspace, user=user, role=obj.role)
+        saved = membership_set(workspace=obj.workspace, user=obj.user, role=obj.role)
         obj.pk, obj.user, obj.created_at = saved.pk, saved.user, saved.created_at
 
     def delete_model(self, request, obj) -> None:
         membership_remove(membership=obj)
+
+
+class InvitationForm(WorkspaceChoiceForm):
+    email = forms.EmailField(max_length=254)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EDITOR)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ServiceFormAdmin):
+    """Invite by email: the person joins only by accepting the link. The answer is the same whether or not
+    the address has an account here; pending invitations are listed and can be cancelled."""
+
+    view_roles = add_roles = OWNERS
+    list_display = ["email", "role", "status", "invited_by", "created_at"]
+    list_filter = ["workspace"]
+    list_select_related = ["invited_by"]
+    search_fields = ["email"]
+    ordering = ["-created_at", "-pk"]
+    fields = ["email", "role", "invited_by", "created_at", "accepted_at", "cancelled_at"]
+    readonly_fields = fields
+    actions = ["cancel_invitations"]
+    add_form = InvitationForm
+    add_title = "Invite someone"
+    add_submit = "Send the invitation"
+    add_intro = "They get an email with a link valid for a week; they join when they accept it."
+    changelist_title = "Invitations"
+
+    def add_done(self, request, form):
+        data = form.cleaned_data
+        invitation_create(workspace=data["workspace"], email=data["email"], role=data["role"], invited_by=request.user)
+        self.message_user(request, f"Invitation sent to {data['email']}.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:workspaces_invitation_changelist"))
+
+    @admin.display(description="status")
+    def status(self, obj: Invitation) -> str:
+        if obj.accepted_at:
+            return "accepted"
+        return "cancelled" if obj.cancelled_at else "pending"
+
+    def has_cancel_permission(self, request) -> bool:
+        return self.allowed(request, OWNERS)
+
+    @admin.action(description="Cancel selected invitations", permissions=["cancel"])
+    def cancel_invitations(self, request, queryset):
+        pending = self.action_queryset(request, queryset, OWNERS).filter(accepted_at__isnull=True, cancelled_at__isnull=True)
+        for invitation in pending:
+            invitation_cancel(invitation=invitation)
+        self.message_user(request, f"Cancelled {len(pending)} invitation(s).", messages.SUCCESS)
 
 
 # ---------------------------------------------------------------------------------------------- Tokens

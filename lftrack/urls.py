@@ -11,6 +11,7 @@ from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
+from workspaces.views import invitation
 
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
@@ -24,6 +25,7 @@ urlpatterns = [
     # The link in every campaign email (List-Unsubscribe): GET confirms, POST (one-click, RFC 8058) unsubscribes.
     path("u/<str:token>", unsubscribe, name="unsubscribe"),
     path("c/<str:token>", confirm, name="confirm"),
+    path("invite/<str:token>", invitation, name="invitation"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),

@@ -1,9 +1,10 @@
-"""Workspace (the tenant), Membership and ApiToken."""
+"""Workspace (the tenant), Membership, ApiToken and Invitation."""
 import secrets
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 
 
 def new_tracking_key() -> str:
@@ -64,3 +65,29 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class Invitation(models.Model):
+    """An owner's invitation of an email address to a workspace: a membership once its person accepts.
+
+    At most one pending invitation per workspace and address (lower-cased): inviting again resends it.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254)
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.EDITOR)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                Lower("email"), "workspace", condition=Q(accepted_at__isnull=True, cancelled_at__isnull=True),
+                name="workspaces_invitation_one_pending",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.workspace}"

@@ -92,3 +92,45 @@ def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
         save_screenshot(browser, "contact-page")
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_an_owner_invites_and_the_invitee_accepts(browser, live_server, mailoutbox):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 10)
+    acme = WorkspaceFactory(slug="acme", name="Acme")
+    MembershipFactory(user=UserFactory(username="alice"), workspace=acme, role=Membership.Role.OWNER)
+
+    # The owner: Members › Invite someone.
+    browser.get(live_server.url + "/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys("alice")
+    browser.find_element(By.NAME, "password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    wait.until(ec.presence_of_element_located((By.ID, "content-main")))
+    browser.get(live_server.url + reverse("admin:workspaces_membership_changelist"))
+    wait.until(ec.presence_of_element_located((By.ID, "invite"))).click()
+    wait.until(ec.presence_of_element_located((By.NAME, "email"))).send_keys("erin@example.com")
+    browser.find_element(By.NAME, "_save").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
+    assert "Invitation sent to erin@example.com." in browser.page_source
+    assert not Membership.objects.filter(workspace=acme, user__email="erin@example.com").exists()
+
+    # The invitee, in a browser of their own: the emailed link, a new account, the back office.
+    (message,) = mailoutbox
+    link = next(line for line in message.body.splitlines() if "/invite/" in line)
+    path = "/" + link.split("://", 1)[1].split("/", 1)[1]
+    browser.delete_all_cookies()
+    browser.get(live_server.url + path)
+    wait.until(ec.presence_of_element_located((By.ID, "signup")))
+    assert "Join Acme as editor" in browser.page_source
+    browser.find_element(By.NAME, "username").send_keys("erin")
+    browser.find_element(By.NAME, "password1").send_keys("a long and unusual passphrase")
+    browser.find_element(By.NAME, "password2").send_keys("a long and unusual passphrase")
+    browser.find_element(By.ID, "signup").click()
+    wait.until(ec.presence_of_element_located((By.ID, "content-main")))
+    assert browser.current_url.endswith("/admin/")
+    membership = Membership.objects.select_related("user").get(workspace=acme, user__username="erin")
+    assert (membership.role, membership.user.email, membership.user.is_staff) == ("editor", "erin@example.com", True)
+    save_screenshot(browser, "invitee-back-office")
