@@ -1,10 +1,13 @@
 """The operator CLI: one JSON object on stdout, a one-line error and non-zero exit on bad input."""
 import json
+import os
 import subprocess
 import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -14,6 +17,7 @@ from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.services import api_token_authenticate
 
 pytestmark = pytest.mark.django_db
+BASE_DIR = Path(__file__).resolve().parents[1]
 
 
 def run(*args) -> dict:
@@ -126,3 +130,50 @@ def test_workspace_allow_origin_adds_it_once_and_prints_the_list(acme):
 def test_workspace_allow_origin_refuses_bad_input_in_one_line(acme, args, message):
     with pytest.raises(CommandError, match=f"^{message}$"):
         call_command(*args, stdout=StringIO())
+
+
+def test_user_create_reads_the_password_from_stdin_and_the_owner_can_then_be_named(monkeypatch):
+    monkeypatch.setattr("sys.stdin", StringIO("a long and unusual passphrase\n"))
+    created = run("user", "create", "erin", "--email", "erin@example.com", "--password-stdin")
+    user = get_user_model().objects.get(username="erin")
+    assert created == {"id": user.pk, "username": "erin"}
+    assert user.email == "erin@example.com" and user.check_password("a long and unusual passphrase")
+    assert run("workspace", "create", "initech", "--owner", "erin")["slug"] == "initech"
+
+
+@pytest.mark.parametrize(
+    "args, stdin, message",
+    [
+        (["--email", "erin@example.com", "--password-stdin"], "short\n", "This password is too short"),
+        (["--email", "not-an-email", "--password-stdin"], "a long and unusual passphrase\n", "invalid email: not-an-email"),
+        (["--email", "erin@example.com"], "", "a password is required"),
+    ],
+)
+def test_user_create_refuses_in_one_line(monkeypatch, db, args, stdin, message):
+    monkeypatch.setattr("sys.stdin", StringIO(stdin))
+    with pytest.raises(CommandError, match=f"^{message}"):
+        call_command("user", "create", "erin", *args, stdout=StringIO())
+    assert not get_user_model().objects.filter(username="erin").exists()
+
+
+def test_user_create_refuses_a_taken_name(monkeypatch, db):
+    UserFactory(username="erin")
+    monkeypatch.setattr("sys.stdin", StringIO("a long and unusual passphrase\n"))
+    with pytest.raises(CommandError, match="^user already exists: erin$"):
+        call_command("user", "create", "erin", "--email", "e@example.com", "--password-stdin", stdout=StringIO())
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"DEBUG": "0", "SECRET_KEY": ""}, "SECRET_KEY is required when DEBUG is off"),
+        ({"DEBUG": "1", "DATABASE_URL": ""}, "DATABASE_URL is required"),
+    ],
+)
+def test_a_command_without_its_settings_fails_in_one_line(env, message):
+    environment = {**os.environ, **env}
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=BASE_DIR, env=environment,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"manage.py: {message}")
+    assert "Traceback" not in result.stderr

@@ -47,7 +47,10 @@ def test_campaign_add_email_and_activate_it(acme, clock):
     second = run("campaign", "add-email", "acme", "spring", "--subject", "Tips", "--body", "B", "--delay-minutes", "0")
     assert second["position"] == 2 and second["active"] is True
 
-    assert run("campaign", "activate-email", "acme", "spring", str(step.pk)) == {"id": step.pk, "position": 1, "active": True}
+    assert run("campaign", "activate-email", "acme", "spring", "1") == {
+        "id": step.pk, "position": 1, "active": True, "already_active": False
+    }
+    assert run("campaign", "activate-email", "acme", "spring", "1")["already_active"] is True  # says so, changes nothing
     assert Enrollment.objects.get(pk=waiting.pk).next_send_at.isoformat() == "2026-03-02T09:30:00+00:00"
 
 
@@ -93,7 +96,7 @@ def test_link_create_refuses_another_workspaces_campaign(acme, globex_campaign):
         (["campaign", "add-email", "acme", "globex-only", "--subject", "S", "--body", "B", "--delay-minutes", "0"], "unknown campaign: globex-only"),
         (["campaign", "add-email", "acme", "spring", "--subject", "S", "--body", "B", "--delay-minutes", "-5"], "delay_minutes must be a non-negative integer"),
         (["campaign", "add-email", "acme", "spring", "--subject", "", "--body", "B", "--delay-minutes", "5"], "subject is required"),
-        (["campaign", "activate-email", "acme", "spring", "999999"], "unknown campaign email: 999999"),
+        (["campaign", "activate-email", "acme", "spring", "9"], "no email at position 9 in spring"),
         (["campaign", "activate-email", "acme", "nope", "1"], "unknown campaign: nope"),
         (["campaign", "stop", "acme", "spring", "nobody@example.com"], "not enrolled: nobody@example.com"),
         (["campaign", "stop", "acme", "nope", "nobody@example.com"], "unknown campaign: nope"),
@@ -107,10 +110,10 @@ def test_bad_input_raises_a_one_line_error(acme, campaign, globex_campaign, args
         call_command(*args, stdout=StringIO())
 
 
-def test_another_campaigns_email_cannot_be_activated(acme, campaign):
-    other = CampaignEmailFactory(campaign=CampaignFactory(workspace=acme, slug="other"), position=1, active=False)
-    with pytest.raises(CommandError, match=f"^unknown campaign email: {other.pk}$"):
-        call_command("campaign", "activate-email", "acme", "spring", str(other.pk), stdout=StringIO())
+def test_activate_email_is_by_position_within_the_named_campaign(acme, campaign):
+    other = CampaignEmailFactory(campaign=CampaignFactory(workspace=acme, slug="other"), position=2, active=False)
+    with pytest.raises(CommandError, match="^no email at position 2 in spring$"):
+        call_command("campaign", "activate-email", "acme", "spring", "2", stdout=StringIO())
     other.refresh_from_db()
     assert not other.active
 

@@ -42,7 +42,7 @@ class Command(JsonCommand):
         activate = sub.add_parser("activate-email", help="Switch a sequence email on and schedule who waits for it.")
         activate.add_argument("workspace")
         activate.add_argument("slug")
-        activate.add_argument("email_id", type=int)
+        activate.add_argument("position", type=int, help="the step's position in the sequence (1, 2, ...)")
 
         stop = sub.add_parser("stop", help="Stop an address's enrollment in the campaign.")
         stop.add_argument("workspace")
@@ -70,12 +70,13 @@ class Command(JsonCommand):
         )
         return _step_out(email)
 
-    def do_activate_email(self, *, workspace: str, slug: str, email_id: int, **_) -> dict:
+    def do_activate_email(self, *, workspace: str, slug: str, position: int, **_) -> dict:
         campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
-        email = CampaignEmail.objects.filter(campaign=campaign, pk=email_id).first()
+        email = CampaignEmail.objects.filter(campaign=campaign, position=position).first()
         if email is None:
-            raise CommandError(f"unknown campaign email: {email_id}")
-        return _step_out(campaign_email_activate(campaign_email=email))
+            raise CommandError(f"no email at position {position} in {slug}")
+        was_active = email.active
+        return {**_step_out(campaign_email_activate(campaign_email=email)), "already_active": was_active}
 
     def do_stop(self, *, workspace: str, slug: str, email: str, **_) -> dict:
         campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
