@@ -18,18 +18,25 @@ _CONFIRM = "campaigns/confirm.html"
 PAGES_PER_IP = (Limit("unsubscribe-ip", ip_key, "RATELIMIT_UNSUBSCRIBE_IP"),)
 
 
-# csrf_exempt: mail clients' one-click POST (body `List-Unsubscribe=One-Click`) carries no cookie.
-# The signed token is the credential, so a forged cross-site POST would need it anyway.
-@csrf_exempt
-@never_cache
-@require_http_methods(["GET", "POST"])
-def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+def _over_the_limit(request: HttpRequest) -> HttpResponse | None:
+    """429 for an address past RATELIMIT_UNSUBSCRIBE_IP on these pages, shared by both."""
     try:
         limits_enforce(request, PAGES_PER_IP)
     except RateLimited as limited:
         response = HttpResponse("Too many requests; try again in a minute.", status=429, content_type="text/plain")
         response["Retry-After"] = str(limited.retry_after)
         return response
+    return None
+
+
+# csrf_exempt: mail clients' one-click POST (body `List-Unsubscribe=One-Click`) carries no cookie.
+# The signed token is the credential, so a forged cross-site POST would need it anyway.
+@csrf_exempt
+@never_cache
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    if (limited := _over_the_limit(request)) is not None:
+        return limited
     try:
         workspace, email = unsubscribe_target(token=token)
         if request.method == "POST":
@@ -47,12 +54,8 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
 @never_cache
 @require_http_methods(["GET", "POST"])
 def confirm(request: HttpRequest, token: str) -> HttpResponse:
-    try:
-        limits_enforce(request, PAGES_PER_IP)
-    except RateLimited as limited:
-        response = HttpResponse("Too many requests; try again in a minute.", status=429, content_type="text/plain")
-        response["Retry-After"] = str(limited.retry_after)
-        return response
+    if (limited := _over_the_limit(request)) is not None:
+        return limited
     try:
         enrollment_id = confirm_token_read(token)
     except ServiceError:
