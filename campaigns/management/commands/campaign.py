@@ -1,7 +1,7 @@
-"""`manage.py campaign create|add-email|activate-email|stop|pause|resume` (README, "Operator CLI")."""
+"""`manage.py campaign create|add-email|activate-email|enroll|stop|pause|resume` (README, "Operator CLI")."""
 from django.core.management.base import CommandError
 
-from campaigns.api import enrollment_out
+from campaigns.api import enrollment_out, lead_out
 from campaigns.cli import campaign_from_arg
 from campaigns.models import Campaign, CampaignEmail
 from campaigns.selectors import enrollment_by_email
@@ -9,6 +9,7 @@ from campaigns.services import (
     campaign_create,
     campaign_email_activate,
     campaign_email_add,
+    campaign_lead_add,
     campaign_pause,
     campaign_resume,
     enrollment_stop,
@@ -23,7 +24,7 @@ def _step_out(email: CampaignEmail) -> dict:
 
 
 class Command(JsonCommand):
-    help = "Manage campaigns: create one, add and activate sequence emails, stop an enrollment, pause and resume sending."
+    help = "Manage campaigns: create one, add and activate sequence emails, enroll or stop an address, pause and resume sending."
 
     def add_actions(self, sub) -> None:
         create = sub.add_parser("create", help="Create a campaign.")
@@ -43,6 +44,12 @@ class Command(JsonCommand):
         activate.add_argument("workspace")
         activate.add_argument("slug")
         activate.add_argument("position", type=int, help="the step's position in the sequence (1, 2, ...)")
+
+        enroll = sub.add_parser("enroll", help="Enroll an address, as POST /campaigns/<slug>/leads does (single opt-in).")
+        enroll.add_argument("workspace")
+        enroll.add_argument("slug")
+        enroll.add_argument("email")
+        enroll.add_argument("--name", default="", help="replaces the contact's name, as the API's does")
 
         stop = sub.add_parser("stop", help="Stop an address's enrollment in the campaign.")
         stop.add_argument("workspace")
@@ -77,6 +84,10 @@ class Command(JsonCommand):
             raise CommandError(f"no email at position {position} in {slug}")
         was_active = email.active
         return {**_step_out(campaign_email_activate(campaign_email=email)), "already_active": was_active}
+
+    def do_enroll(self, *, workspace: str, slug: str, email: str, name: str, **_) -> dict:
+        campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
+        return lead_out(campaign_lead_add(campaign=campaign, email=email, name=name, channel="manual"))
 
     def do_stop(self, *, workspace: str, slug: str, email: str, **_) -> dict:
         campaign = campaign_from_arg(workspace_from_arg(workspace), slug)

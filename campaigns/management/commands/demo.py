@@ -1,34 +1,43 @@
-"""`manage.py demo`: a ready-to-try workspace, a fresh token, a tracked link and a campaign (used by `make run`)."""
+"""`manage.py demo [--reset]`: a ready-to-try workspace, token, tracked link and campaign (used by `make run`).
+
+Idempotent: a second run prints the same token and admin password. Neither is stored in clear: both
+are derived from SECRET_KEY and a generation, the number of demo tokens revoked so far. `--reset`
+revokes the token (one more generation) and sets the derived password of the next one. A password
+changed in the back office is kept, and then not printed.
+"""
+import base64
 import json
-import secrets
 import shlex
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from campaigns.models import Campaign
 from campaigns.services import campaign_create, campaign_email_add, campaign_link_create
 from clicks.models import Link
 from lftrack.cli import JsonCommand
-from workspaces.models import Membership, Workspace
-from workspaces.services import api_token_create, membership_set, workspace_origin_allow
+from workspaces.models import ApiToken, Membership, Workspace
+from workspaces.services import TOKEN_PREFIX, api_token_create, membership_set, token_digest, workspace_origin_allow
 
 DEMO_SLUG = "demo"
 # The demo landing page (DEBUG only) on our own address: it carries the pixel.
 DEMO_LANDING = "/demo/landing?utm_source=lftrack-demo#signup"
 DEMO_CAMPAIGN = "welcome"
 DEMO_USER = "demo"
+DEMO_TOKEN_NAME = "demo"
 
 
 class Command(JsonCommand):
-    help = "Create (or reuse) the demo workspace, link and campaign, and print a new demo API token."
+    help = "Create (or reuse) the demo workspace, token, link, campaign and owner login, and print them."
 
     def add_arguments(self, parser) -> None:
-        pass
+        parser.add_argument("--reset", action="store_true", help="revoke the demo token; new token and password")
 
     @transaction.atomic
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args, reset: bool = False, **options) -> None:
         workspace, _ = Workspace.objects.get_or_create(slug=DEMO_SLUG, defaults={"name": "Demo"})
         campaign = Campaign.objects.filter(workspace=workspace, slug=DEMO_CAMPAIGN).first()
         if campaign is None:
@@ -46,35 +55,58 @@ class Command(JsonCommand):
                 workspace=workspace, destination=destination, post_title="Demo post", campaign=campaign
             )
         workspace_origin_allow(workspace=workspace, origin=settings.PUBLIC_BASE_URL)  # the landing page's pixel
-        # Secrets are never stored, so an earlier demo token cannot be shown again: mint a new one.
-        issued = api_token_create(workspace=workspace, name="demo")
+        token = demo_token(workspace, reset=reset)
         base = settings.PUBLIC_BASE_URL
         leads_url = f"{base}/api/v1/campaigns/{campaign.slug}/leads"
         lead = json.dumps({"email": "ada@example.com", "name": "Ada Lovelace"})
-        password = demo_owner_reset(workspace)
         self.emit(
             {
                 "workspace": workspace.slug,
                 "tracking_key": workspace.tracking_key,
-                "token": issued.secret,
+                "token": token,
                 "link": {"id": link.pk, "key": link.key, "url": f"{base}/l/{link.key}"},
                 "campaign": {"slug": campaign.slug, "leads_url": leads_url},
                 "try": f"curl -i {base}/l/{link.key}",
                 "try_lead": (
-                    f"curl -s {leads_url} -H {shlex.quote('Authorization: Bearer ' + issued.secret)}"
+                    f"curl -s {leads_url} -H {shlex.quote('Authorization: Bearer ' + token)}"
                     f" -H 'Content-Type: application/json' -d {shlex.quote(lead)}"
                 ),
-                "admin": {"url": f"{base}/admin/", "username": DEMO_USER, "password": password},
+                "admin": demo_owner(workspace, reset=reset),
             }
         )
 
 
-def demo_owner_reset(workspace: Workspace) -> str:
-    """The staff user `demo`, owner of the demo workspace, with a new random password (printed once)."""
-    user, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
-    password = secrets.token_urlsafe(12)
-    user.set_password(password)
-    user.is_active = True
-    user.save()
+def _generation(workspace: Workspace) -> int:
+    return ApiToken.objects.filter(workspace=workspace, name=DEMO_TOKEN_NAME, revoked_at__isnull=False).count()
+
+
+def _derived(purpose: str, generation: int) -> str:
+    digest = salted_hmac(f"lftrack.demo.{purpose}", str(generation), algorithm="sha256").digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")  # 43 characters
+
+
+def demo_token(workspace: Workspace, *, reset: bool) -> str:
+    """The demo token's secret: the current generation's, created when missing (or revoked in the back office)."""
+    active = ApiToken.objects.filter(workspace=workspace, name=DEMO_TOKEN_NAME, revoked_at__isnull=True)
+    if reset:
+        active.update(revoked_at=timezone.now())
+    secret = TOKEN_PREFIX + _derived("token", _generation(workspace))
+    if not active.filter(digest=token_digest(secret)).exists():
+        api_token_create(workspace=workspace, name=DEMO_TOKEN_NAME, secret=secret)
+    return secret
+
+
+def demo_owner(workspace: Workspace, *, reset: bool) -> dict:
+    """The staff user `demo`, owner of the demo workspace. Its password is set when it is created or on
+    --reset, and printed while it is still the one we set."""
+    user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
+    password = _derived("password", _generation(workspace))[:16]
+    if created or reset:
+        user.set_password(password)
+        user.is_active = True
+        user.save()
     membership_set(workspace=workspace, user=user, role=Membership.Role.OWNER)  # also makes them staff
-    return password
+    login = {"url": f"{settings.PUBLIC_BASE_URL}/admin/", "username": DEMO_USER}
+    if user.check_password(password):
+        return {**login, "password": password}
+    return {**login, "password": None, "note": "changed since it was printed; `manage.py demo --reset` sets a new one"}
