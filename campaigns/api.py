@@ -20,6 +20,8 @@ _STATUS = {LeadOutcome.CREATED: 201, LeadOutcome.REUSED: 201, LeadOutcome.ALREAD
 
 class CampaignLeadInput(serializers.Serializer):
     email = StrictEmailField(allow_blank=False)  # missing, null or "": "email is required"
+    # The Message-ID header of the email complained of, as the provider reports it (with or without <>).
+    message_id = StrictCharField(max_length=998, required=False)
     name = StrictCharField(max_length=200, required=False, allow_null=True)
     external_id = StrictCharField(max_length=255, required=False, allow_null=True)
 
@@ -138,6 +140,8 @@ class EmailEventInput(serializers.Serializer):
         error_messages={"invalid": "invalid type", "required": "invalid type", "null": "invalid type"},
     )
     email = StrictEmailField(allow_blank=False)  # missing, null or "": "email is required"
+    # The Message-ID header of the email complained of, as the provider reports it (with or without <>).
+    message_id = StrictCharField(max_length=998, required=False)
 
 
 @extend_schema_serializer(component_name="EmailEvent")
@@ -155,15 +159,15 @@ class EmailEventViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="email_event_create",
         summary="Report a bounce or a complaint",
-        description="A `bounce` suppresses the address as `bounced`; a `complaint` as `complained`, marks the latest "
-        "email sent to it and may pause its campaign. Either stops the address's active enrollments. Idempotent.",
+        description="A `bounce` suppresses the address as `bounced`; a `complaint` as `complained`, marks the email "
+        "complained of (the one with `message_id`, else the latest sent to the address) and may pause its campaign. Either stops the address's active enrollments. Idempotent.",
         tags=["email events"],
         request=EmailEventInput,
         responses={
             200: OpenApiResponse(EmailEventOut, description="The address is suppressed."),
             **error_responses(
                 400, 401, 413, 415, 422, 429, 500, 503,
-                e422=["invalid type", "email is required", "invalid email", *string_messages("email")],
+                e422=["invalid type", "email is required", "invalid email", *string_messages("email", "message_id")],
             ),
         },
         examples=[
@@ -179,5 +183,8 @@ class EmailEventViewSet(viewsets.ViewSet):
     @rate_limit(EVENTS_PER_TOKEN, EVENTS_PER_IP)
     def create(self, request) -> Response:
         data = parse(EmailEventInput, request_json(request))
-        suppression = email_event_record(workspace=request.auth.workspace, event_type=data["type"], email=data["email"])
+        suppression = email_event_record(
+            workspace=request.auth.workspace, event_type=data["type"], email=data["email"],
+            message_ids=(data.get("message_id") or "",),
+        )
         return Response({"email": suppression.email, "reason": suppression.reason, "suppressed": True}, status=200)

@@ -21,21 +21,33 @@ COMPLAINT_WINDOW = timedelta(days=30)
 
 
 @transaction.atomic
-def email_event_record(*, workspace: Workspace, event_type: str, email: str) -> Suppression:
-    """POST /api/v1/email-events: a bounce suppresses `bounced`; a complaint suppresses `complained`,
-    marks the latest email sent to the address and pauses its campaign past the complaint threshold.
+def email_event_record(
+    *, workspace: Workspace, event_type: str, email: str, message_ids: tuple[str, ...] = (), channel: str = "api"
+) -> Suppression:
+    """A bounce suppresses `bounced`; a complaint suppresses `complained`, marks the email complained of
+    and pauses its campaign past the complaint threshold. From POST /api/v1/email-events (channel "api")
+    and from the providers' webhooks (campaigns/provider_hooks.py, channel "provider").
 
-    Idempotent: a provider retrying its webhook changes nothing the second time.
+    The email complained of is the send whose Message-ID is among `message_ids`, else the latest sent
+    to the address. Idempotent: a provider retrying its webhook changes nothing the second time.
     """
     if event_type not in EVENT_TYPES:
         raise Unprocessable("invalid type")
     if event_type == "bounce":
-        return suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.BOUNCED, channel="api")
-    suppression = suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.COMPLAINED, channel="api")
-    send = _latest_send(workspace=workspace, email=email)
+        return suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.BOUNCED, channel=channel)
+    suppression = suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.COMPLAINED, channel=channel)
+    send = _send_by_message_id(workspace=workspace, message_ids=message_ids) or _latest_send(workspace=workspace, email=email)
     if send is not None:
         _complaint_mark(send)
     return suppression
+
+
+def _send_by_message_id(*, workspace: Workspace, message_ids: tuple[str, ...]) -> EmailSend | None:
+    """Our Message-ID is stored as sent, `<...>`; providers quote it with or without the brackets."""
+    candidates = {f"<{m.strip().strip('<>')}>" for m in message_ids if m and "@" in m}
+    if not candidates:
+        return None
+    return EmailSend.objects.filter(workspace=workspace, message_id__in=candidates).exclude(message_id="").first()
 
 
 def _latest_send(*, workspace: Workspace, email: str) -> EmailSend | None:

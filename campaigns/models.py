@@ -208,4 +208,22 @@ class EmailSend(models.Model):
             models.Index(fields=["workspace", "to_email", "-sent_at"], name="campaigns_emailsend_recipient"),
             # Each pass looks for reservations of dead workers: a handful of rows at most.
             models.Index(fields=["reserved_by"], condition=Q(status="reserved"), name="campaigns_emailsend_reserved"),
+            # A provider's complaint names the message by its Message-ID (campaigns/complaints.py).
+            models.Index(fields=["workspace", "message_id"], condition=~Q(message_id=""), name="campaigns_emailsend_message"),
         ]
+
+
+class ProviderHook(models.Model):
+    """A workspace's credential for its email provider's bounce and complaint webhooks
+    (campaigns/provider_hooks.py): HTTP basic auth `<workspace slug>:<secret>`, the secret shown once
+    and only its SHA-256 digest kept."""
+
+    workspace = models.OneToOneField("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    digest = models.CharField(max_length=64)
+    # For a provider that signs its webhooks (Mailgun): the key it signs with, as its dashboard shows it.
+    # Kept as given, since checking a signature needs it; never printed back.
+    signing_keys = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"email provider webhooks of workspace {self.workspace_id}"

@@ -1,6 +1,7 @@
 """The pages behind the links of our emails: unsubscribe (GET asks, POST, also one-click RFC 8058, unsubscribes)
-and double opt-in confirmation (GET asks, POST confirms)."""
-from django.http import HttpRequest, HttpResponse
+and double opt-in confirmation (GET asks, POST confirms); and the email providers' webhooks."""
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -8,9 +9,10 @@ from django.views.decorators.http import require_http_methods
 
 from campaigns.confirmation import confirm_token_read, enrollment_confirm
 from campaigns.models import Enrollment
+from campaigns.provider_hooks import PROVIDERS, Unauthorized, provider_events_record, provider_hook_authenticate
 from campaigns.unsubscribe import unsubscribe as unsubscribe_address
 from campaigns.unsubscribe import unsubscribe_target
-from lftrack.errors import RateLimited, ServiceError
+from lftrack.errors import RateLimited, ServiceError, json_error
 from lftrack.ratelimit import Limit, ip_key, limits_enforce
 
 _TEMPLATE = "campaigns/unsubscribe.html"
@@ -69,3 +71,35 @@ def confirm(request: HttpRequest, token: str) -> HttpResponse:
     if enrollment_confirm(enrollment_id=enrollment_id) is None:
         return render(request, _CONFIRM, {"state": "invalid"}, status=400)
     return render(request, _CONFIRM, {"state": "done", "workspace": workspace})
+
+
+HOOKS_PER_IP = (Limit("email-hook-ip", ip_key, "RATELIMIT_EMAIL_EVENTS_IP"),)
+
+
+# csrf_exempt: providers post without a cookie; the basic-auth secret (and a signature) is the credential.
+@csrf_exempt
+@require_http_methods(["POST", "HEAD"])
+def provider_hook(request: HttpRequest, provider: str) -> HttpResponse:
+    """/hooks/email/<provider>: an email provider's event webhook (campaigns/provider_hooks.py). JSON answers;
+    401 carries a Basic challenge, which Amazon SNS waits for before it sends the credentials."""
+    if provider not in PROVIDERS:
+        return json_error(404, "unknown provider")
+    try:
+        limits_enforce(request, HOOKS_PER_IP)
+    except RateLimited as limited:
+        return json_error(429, "rate limit exceeded", {"Retry-After": str(limited.retry_after)})
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return json_error(400, "bad request")
+    if length > settings.HOOK_MAX_BODY_BYTES:
+        return json_error(413, "request too large")
+    try:
+        hook = provider_hook_authenticate(request)
+        if request.method == "HEAD":  # some providers check the address with a HEAD first
+            return HttpResponse()
+        return JsonResponse(provider_events_record(request=request, provider=provider, hook=hook))
+    except Unauthorized as refused:
+        return json_error(401, refused.message, {"WWW-Authenticate": 'Basic realm="lftrack email hooks"'})
+    except ServiceError as error:
+        return json_error(error.status_code, error.message)

@@ -59,8 +59,9 @@ class CustomerActivity(models.Model):
     # Not indexed alone: customers_activity_timeline leads with it.
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="activities", db_index=False)
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    # How the change came in: a customer's channels, or "email" for a link in an email we sent.
-    channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link"), ("smtp", "Mail server")])
+    # How the change came in: a customer's channels, "email" for a link in an email we sent, "provider"
+    # for an email provider's webhook.
+    channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link"), ("smtp", "Mail server"), ("provider", "Email provider")])
     external_id = models.CharField(max_length=255, blank=True, default="")
     # For a move: the customer the external_id came from (moved_in) or went to (moved_out).
     other_customer = models.ForeignKey(

@@ -251,9 +251,11 @@ STATIC_URL = "static/"
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT = env.str("STATIC_ROOT", default="") or None
 
-# The API refuses bodies over 64 KiB (docs/api.md); Django's own limit matches it.
+# The API refuses bodies over 64 KiB (docs/api.md, lftrack/middleware.py). Email providers' webhooks
+# post batches (SendGrid up to 768 KB): 1 MiB, which is also Django's limit for every other body.
 API_MAX_BODY_BYTES = 64 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+HOOK_MAX_BODY_BYTES = 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = HOOK_MAX_BODY_BYTES
 
 # HTTPS deployments turn these on (README, "Running in production", whose block `check --deploy` passes
 # cleanly: tests/test_deploy_check.py); they stay off so `make run` works on plain http.

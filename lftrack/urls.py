@@ -4,7 +4,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from campaigns.api import CampaignLeadViewSet, EmailEventViewSet
-from campaigns.views import confirm, unsubscribe
+from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.demo import demo_landing, demo_thanks
@@ -26,6 +26,8 @@ urlpatterns = [
     path("u/<str:token>", unsubscribe, name="unsubscribe"),
     path("c/<str:token>", confirm, name="confirm"),
     path("invite/<str:token>", invitation, name="invitation"),
+    # Bounces and complaints from the email provider itself (campaigns/provider_hooks.py).
+    path("hooks/email/<str:provider>", provider_hook, name="provider-hook"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),

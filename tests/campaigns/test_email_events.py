@@ -91,6 +91,18 @@ def test_a_complaint_suppresses_and_marks_the_latest_email_sent_to_the_address(a
     assert EmailSend.objects.filter(complained_at__isnull=False).count() == 1
 
 
+def test_a_complaint_naming_the_message_id_marks_that_email(api, acme_token, acme, spring, clock, mailoutbox):
+    enrollment = campaign_lead_add(campaign=spring, email="ada@example.com", name="Ada").enrollment
+    run_pass()
+    clock.shift(timedelta(minutes=60))
+    run_pass()
+    first, second = EmailSend.objects.filter(enrollment=enrollment).order_by("position")
+    body = {"type": "complaint", "email": "ada@example.com", "message_id": first.message_id.strip("<>")}
+    assert api.post("/api/v1/email-events", body, token=acme_token).status_code == 200
+    first.refresh_from_db(), second.refresh_from_db()
+    assert first.complained_at is not None and second.complained_at is None
+
+
 def test_a_complaint_about_an_address_never_mailed_only_suppresses(api, acme_token, acme):
     response = complain(api, acme_token, "stranger@example.com")
     assert response.json() == {"email": "stranger@example.com", "reason": "complained", "suppressed": True}
