@@ -7,7 +7,6 @@ from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -91,8 +90,6 @@ def _status_and_message(exc: Exception) -> tuple[int, str, dict[str, str]]:
         return 429, exc.message, exc.headers()
     if isinstance(exc, ServiceError):
         return exc.status_code, exc.message, {}
-    if isinstance(exc, Ratelimited):  # django-ratelimit's; a subclass of PermissionDenied
-        return 429, "rate_limited", {"Retry-After": "60"}
     if isinstance(exc, drf.Throttled):
         return 429, "rate_limited", {"Retry-After": str(max(1, math.ceil(exc.wait or 60)))}
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):

@@ -1,4 +1,5 @@
 """Settings, all from the environment (README, "Configuration"); one module for every deployment."""
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -188,7 +189,6 @@ if REDIS_URL:
 else:
     # One process only: counters are not shared between workers (README, Configuration).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    SILENCED_SYSTEM_CHECKS = ["django_ratelimit.E003", "django_ratelimit.W001"]
 
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_CONVERSIONS_TOKEN = env.str("RATELIMIT_CONVERSIONS_TOKEN", default="1000/m")
@@ -206,6 +206,9 @@ RATELIMIT_UNSUBSCRIBE_IP = env.str("RATELIMIT_UNSUBSCRIBE_IP", default="60/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
 # Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
 RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
+for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them per request: check them now
+    if _name.startswith("RATELIMIT_") and _name != "RATELIMIT_USE_CACHE" and not re.match(r"^\d+/([1-9]\d*)?[smhd]$", _rate):
+        raise ImproperlyConfigured(f"{_name} must be a rate like 600/m (N/s, N/m, N/h, N/d), got {_rate!r}")
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 

@@ -5,12 +5,12 @@ import time
 
 import pytest
 import time_machine
+from django.core.exceptions import ImproperlyConfigured
 from django.test import RequestFactory, override_settings
-from django_ratelimit.core import get_usage
 
 import lftrack.settings
 from lftrack.errors import RateLimited
-from lftrack.ratelimit import CircuitBreaker, Limit, breaker, client_ip, ip_key, limits_enforce
+from lftrack.ratelimit import CircuitBreaker, Limit, breaker, client_ip, ip_key, limits_enforce, rate_parse
 
 
 @pytest.fixture(autouse=True)
@@ -70,13 +70,33 @@ def test_limits_can_be_switched_off():
         assert limits_enforce(request(), LIMITS) is None
 
 
-@override_settings(RATELIMIT_TEST_IP="5/m")
-def test_counters_are_django_ratelimits_own():
-    """On Redis the counting runs as one script; the counters stay those django-ratelimit reads."""
-    limits_enforce(request("198.51.100.3"), LIMITS)
-    limits_enforce(request("198.51.100.3"), LIMITS)
-    usage = get_usage(request("198.51.100.3"), group="test-ip", key=ip_key, rate="5/m", increment=False)
-    assert (usage["count"], usage["limit"], usage["should_limit"]) == (2, 5, False)
+@override_settings(RATELIMIT_TEST_IP="3/m")
+def test_a_counter_lives_for_its_window_and_a_new_one_starts_after_it():
+    with time_machine.travel("2026-03-01 12:00:59+00:00", tick=False):
+        assert limits_enforce(request("198.51.100.3"), LIMITS) == (3, 2)
+        assert limits_enforce(request("198.51.100.3"), LIMITS) == (3, 1)
+    with time_machine.travel("2026-03-01 12:01:00+00:00", tick=False):
+        assert limits_enforce(request("198.51.100.3"), LIMITS) == (3, 2)
+
+
+def test_a_changed_rate_starts_its_own_count():
+    with override_settings(RATELIMIT_TEST_IP="2/m"):
+        limits_enforce(request("198.51.100.4"), LIMITS)
+        limits_enforce(request("198.51.100.4"), LIMITS)
+    with override_settings(RATELIMIT_TEST_IP="5/m"):
+        assert limits_enforce(request("198.51.100.4"), LIMITS) == (5, 4)
+
+
+@pytest.mark.parametrize("rate, parsed", [("600/m", (600, 60)), ("1/s", (1, 1)), ("100/5m", (100, 300)), ("7/d", (7, 86400))])
+def test_rates_parse(rate, parsed):
+    assert rate_parse(rate) == parsed
+
+
+@pytest.mark.parametrize("rate", ["600", "600/min", "/m", "x/m", "", "6/0", "6/0m"])
+def test_bad_rates_are_refused_when_the_settings_load(monkeypatch, rate):
+    monkeypatch.setenv("RATELIMIT_CONVERSIONS_IP", rate)
+    with pytest.raises(ImproperlyConfigured, match="RATELIMIT_CONVERSIONS_IP must be a rate like 600/m"):
+        runpy.run_path(lftrack.settings.__file__)
 
 
 @pytest.fixture
