@@ -1,17 +1,16 @@
 """Structured logs: one JSON object per line, carrying the request id of the request being served."""
-import json
 import logging
 import re
 import time
 import uuid
 from contextvars import ContextVar
 
+import pythonjsonlogger.json
 from django.http import HttpRequest, HttpResponse
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 # A proxy's X-Request-ID is kept only when it looks like an id: it is echoed into logs and headers.
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_STANDARD = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 
 access_logger = logging.getLogger("lftrack.access")
 
@@ -35,27 +34,26 @@ class NoQueryStrings(logging.Filter):
         return True
 
 
-class JsonFormatter(logging.Formatter):
-    """`{"ts", "level", "logger", "message", "request_id", ...extra}`; tracebacks under `exc`."""
+class JsonFormatter(pythonjsonlogger.json.JsonFormatter):
+    """python-json-logger's formatter: `{"ts", "level", "logger", "message", "request_id", ...extra}` with the
+    time in UTC to the millisecond, tracebacks under `exc`, and the id of the request being served."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        request_id = getattr(record, "request_id", None) or request_id_var.get()
-        if request_id:
-            entry["request_id"] = request_id
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
-
+    default_time_format = "%Y-%m-%dT%H:%M:%S"
+    default_msec_format = "%s.%03dZ"
     converter = time.gmtime
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(
+            "{asctime}{levelname}{name}{message}",
+            style="{",
+            rename_fields={"asctime": "ts", "levelname": "level", "name": "logger", "exc_info": "exc"},
+            json_default=str,
+        )
+
+    def add_fields(self, log_data: dict, record: logging.LogRecord, message_dict: dict) -> None:
+        super().add_fields(log_data, record, message_dict)
+        if not log_data.get("request_id") and (request_id := request_id_var.get()):
+            log_data["request_id"] = request_id
 
 
 class RequestLogMiddleware:
