@@ -28,7 +28,7 @@ $(TEST_STAMP): $(STAMP)
 # Local development settings for manage.py, written once (git-ignored): DEBUG, a SECRET_KEY of this
 # checkout's own (sessions outlive a restart), and the embedded database unless DATABASE_URL is set.
 .env:
-	@$(PYTHON) -c 'import secrets; print("# Development settings for manage.py in this checkout, written by make run (git-ignored).\n# The environment wins over them; production sets its own (README, Running in production).\nDEBUG=1\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\n# embedded: the embedded PostgreSQL in .pgdata/ (lftrack/devdb.py); or postgres://USER@HOST:5432/NAME\nDATABASE_URL=embedded")' > .env
+	@umask 077 && $(PYTHON) -c 'import secrets; print("# Development settings for manage.py in this checkout, written by make run (git-ignored).\n# The environment wins over them; production sets its own (README, Running in production).\nDEBUG=1\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\n# embedded: the embedded PostgreSQL in .pgdata/ (lftrack/devdb.py); or postgres://USER@HOST:5432/NAME\nDATABASE_URL=embedded")' > .env
 	@echo "make: wrote .env (DEBUG=1, a new SECRET_KEY, the embedded database) for manage.py"
 
 # make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one.

@@ -7,17 +7,15 @@ empty. DATABASE_URL=embedded starts (or joins) the embedded PostgreSQL of lftrac
 """
 import os
 import sys
-from pathlib import Path
 
 if __name__ == "__main__":
     import environ
 
-    env_file = os.environ.get("ENV_FILE", str(Path(__file__).resolve().parent / ".env"))
-    if env_file and Path(env_file).is_file():
-        environ.Env.read_env(env_file)
-    if os.environ.get("DATABASE_URL") == "embedded":
-        from lftrack.devdb import embedded_url
+    from lftrack.devdb import embedded_url, env_file
 
+    if (path := env_file()) is not None:
+        environ.Env.read_env(str(path))
+    if os.environ.get("DATABASE_URL") == "embedded":
         os.environ["DATABASE_URL"] = embedded_url()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
     from django.conf import settings

@@ -12,7 +12,9 @@ are deterministic (per request: the difference between two counts, divided by th
 
     BENCH_WARMUP_REQUESTS=20 valgrind --tool=callgrind .venv/bin/python bench/inprocess.py 300   # and 100
 
---profile prints cProfile's top 40.
+--profile prints cProfile's top 40. As deployed behind nginx, with its access log on:
+
+    TRUSTED_PROXY_COUNT=1 BENCH_FORWARDED_FOR=203.0.113.7 LOG_LEVEL=INFO python bench/inprocess.py 2>/dev/null
 """
 import io
 import json
@@ -31,9 +33,9 @@ os.environ.setdefault("CONN_MAX_AGE", "600")
 for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP"):
     os.environ.setdefault(name, "10000000/m")
 
-from bench.floor import application as app  # noqa: E402  (BENCH_FLOOR picks the level; default: lftrack)
 from django.db import transaction  # noqa: E402
 
+from bench.floor import application as app  # noqa: E402  (BENCH_FLOOR picks the level; default: lftrack)
 from clicks.models import Click  # noqa: E402
 from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
@@ -67,6 +69,10 @@ def body(n: int, run: str, click_id: str) -> bytes:
     return json.dumps(data).encode()
 
 
+# BENCH_FORWARDED_FOR=203.0.113.7 (with TRUSTED_PROXY_COUNT=1) sends the header a front proxy adds.
+FORWARDED_FOR = os.environ.get("BENCH_FORWARDED_FOR", "")
+
+
 def main() -> None:
     count = int(next((a for a in sys.argv[1:] if a.isdigit()), 2000))
     token, clicks = seed()
@@ -85,6 +91,8 @@ def main() -> None:
             "CONTENT_LENGTH": str(len(payload)), "HTTP_AUTHORIZATION": f"Bearer {token}",
             "wsgi.input": io.BytesIO(payload), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
         }
+        if FORWARDED_FOR:  # as behind nginx (TRUSTED_PROXY_COUNT=1): the client's address, appended by it
+            environ["HTTP_X_FORWARDED_FOR"] = FORWARDED_FOR
         response = app(environ, start_response)
         b"".join(response)
         response.close()

@@ -28,26 +28,29 @@ def email_event_record(
     and pauses its campaign past the complaint threshold. From POST /api/v1/email-events (channel "api")
     and from the providers' webhooks (campaigns/provider_hooks.py, channel "provider").
 
-    The email complained of is the send whose Message-ID is among `message_ids`, else the latest sent
-    to the address. Idempotent: a provider retrying its webhook changes nothing the second time.
+    The email complained of is the send whose Message-ID is among `message_ids`; when the report names
+    none, the latest sent to the address. A report naming another Message-ID is about another email
+    (the workspace's own password resets, sent through the same provider): the address is suppressed,
+    no campaign is blamed. Idempotent: a provider retrying its webhook changes nothing the second time.
     """
     if event_type not in EVENT_TYPES:
         raise Unprocessable("invalid type")
     if event_type == "bounce":
         return suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.BOUNCED, channel=channel)
     suppression = suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.COMPLAINED, channel=channel)
-    send = _send_by_message_id(workspace=workspace, message_ids=message_ids) or _latest_send(workspace=workspace, email=email)
+    named = _message_id_forms(message_ids)
+    if named:
+        send = EmailSend.objects.filter(workspace=workspace, message_id__in=named).first()
+    else:
+        send = _latest_send(workspace=workspace, email=email)
     if send is not None:
         _complaint_mark(send)
     return suppression
 
 
-def _send_by_message_id(*, workspace: Workspace, message_ids: tuple[str, ...]) -> EmailSend | None:
+def _message_id_forms(message_ids: tuple[str, ...]) -> set[str]:
     """Our Message-ID is stored as sent, `<...>`; providers quote it with or without the brackets."""
-    candidates = {f"<{m.strip().strip('<>')}>" for m in message_ids if m and "@" in m}
-    if not candidates:
-        return None
-    return EmailSend.objects.filter(workspace=workspace, message_id__in=candidates).exclude(message_id="").first()
+    return {f"<{m.strip().strip('<>')}>" for m in message_ids if m and "@" in m and "\x00" not in m}
 
 
 def _latest_send(*, workspace: Workspace, email: str) -> EmailSend | None:

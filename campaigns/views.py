@@ -13,7 +13,7 @@ from campaigns.provider_hooks import PROVIDERS, Unauthorized, provider_events_re
 from campaigns.unsubscribe import unsubscribe as unsubscribe_address
 from campaigns.unsubscribe import unsubscribe_target
 from lftrack.errors import RateLimited, ServiceError, json_error
-from lftrack.ratelimit import Limit, ip_key, limits_enforce
+from lftrack.ratelimit import Limit, ip_key, limits_enforce, limits_reached
 
 _TEMPLATE = "campaigns/unsubscribe.html"
 _CONFIRM = "campaigns/confirm.html"
@@ -73,7 +73,12 @@ def confirm(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, _CONFIRM, {"state": "done", "workspace": workspace})
 
 
-HOOKS_PER_IP = (Limit("email-hook-ip", ip_key, "RATELIMIT_EMAIL_EVENTS_IP"),)
+# Wrong secrets, per client address (checked first, counted when the secret fails: a provider's many
+# calls from a few addresses never use it up); the calls of each workspace, per workspace.
+HOOK_FAILURES_PER_IP = (Limit("email-hook-failures-ip", ip_key, "RATELIMIT_EMAIL_EVENTS_IP"),)
+HOOKS_PER_WORKSPACE = (
+    Limit("email-hook-workspace", lambda group, request: str(request.provider_hook.workspace_id), "RATELIMIT_EMAIL_HOOKS"),
+)
 
 
 # csrf_exempt: providers post without a cookie; the basic-auth secret (and a signature) is the credential.
@@ -85,20 +90,25 @@ def provider_hook(request: HttpRequest, provider: str) -> HttpResponse:
     if provider not in PROVIDERS:
         return json_error(404, "unknown provider")
     try:
-        limits_enforce(request, HOOKS_PER_IP)
-    except RateLimited as limited:
-        return json_error(429, "rate limit exceeded", {"Retry-After": str(limited.retry_after)})
-    try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return json_error(400, "bad request")
     if length > settings.HOOK_MAX_BODY_BYTES:
         return json_error(413, "request too large")
     try:
-        hook = provider_hook_authenticate(request)
+        if (limited := limits_reached(request, HOOK_FAILURES_PER_IP)) is not None:
+            raise limited
+        try:
+            request.provider_hook = provider_hook_authenticate(request)
+        except Unauthorized:
+            limits_enforce(request, HOOK_FAILURES_PER_IP)
+            raise
+        limits_enforce(request, HOOKS_PER_WORKSPACE)
         if request.method == "HEAD":  # some providers check the address with a HEAD first
             return HttpResponse()
-        return JsonResponse(provider_events_record(request=request, provider=provider, hook=hook))
+        return JsonResponse(provider_events_record(request=request, provider=provider, hook=request.provider_hook))
+    except RateLimited as limited:
+        return json_error(429, limited.message, limited.headers())
     except Unauthorized as refused:
         return json_error(401, refused.message, {"WWW-Authenticate": 'Basic realm="lftrack email hooks"'})
     except ServiceError as error:

@@ -57,10 +57,33 @@ def _forget_dead_users() -> None:
         users.write_text(json.dumps(alive))
 
 
+def env_file() -> Path | None:
+    """The development settings file manage.py reads: ENV_FILE, else `.env` in the checkout (`make run`
+    writes it); none when ENV_FILE is empty or the file is missing."""
+    path = os.environ.get("ENV_FILE", str(DATA_DIR.parent / ".env"))
+    return Path(path) if path and Path(path).is_file() else None
+
+
+def _database_url_of_env_file() -> str:
+    """DATABASE_URL as `.env` sets it, read by django-environ into a dict of its own: the rest of the
+    file (DEBUG=1, ...) must not reach COMMAND (make test runs the suite without DEBUG)."""
+    import environ
+
+    class FileOnly(environ.Env):
+        ENVIRON: dict = {}
+
+    path = env_file()
+    if path is not None:
+        FileOnly.read_env(str(path))
+    return FileOnly.ENVIRON.get("DATABASE_URL", "")
+
+
 def main(command: list[str]) -> int:
     if not command:
         sys.exit("usage: python -m lftrack.devdb COMMAND [ARGS...]")
     env = os.environ
+    if not env.get("DATABASE_URL") and _database_url_of_env_file() not in ("", "embedded"):
+        env = {**env, "DATABASE_URL": _database_url_of_env_file()}  # make run and make test agree with manage.py
     if env.get("DATABASE_URL", "embedded") in ("", "embedded"):
         env = {**env, "DATABASE_URL": embedded_url()}
     child = subprocess.Popen(command, env=env)

@@ -5,6 +5,7 @@ a request in one Redis round trip needs their keys, which django-ratelimit keeps
 get_usage() spends three round trips per limit (ADD, EXISTS, INCR): 0.3 ms per limit on this machine
 against 0.1 ms for all of them (docs/benchmarks.md, "POST /api/v1/conversions").
 """
+import functools
 import hashlib
 import logging
 import re
@@ -140,6 +141,7 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 EXPIRY_SLACK = 5  # seconds a counter outlives its window, so a slow request still finds it
 
 
+@functools.lru_cache(maxsize=64)  # read per request from the settings: parse each rate once
 def rate_parse(rate: str) -> tuple[int, int]:
     """`"600/m"` -> (600, 60); `"100/5m"` -> (100, 300). ValueError for anything else."""
     match = _RATE.match(rate or "")
@@ -202,6 +204,25 @@ def _redis_usages(request: HttpRequest, limits: tuple[Limit, ...], cache: RedisC
         {"count": n, "limit": count, "should_limit": n > count, "time_left": window_end - now}
         for (_, count, _, window_end), n in zip(counters, used)
     ]
+
+
+def limits_reached(request: HttpRequest, limits: tuple[Limit, ...]) -> RateLimited | None:
+    """The limit this request would exceed, without counting it: for doors that count only failures
+    (a wrong secret), checked before the attempt and counted after it fails. Fails open like the rest."""
+    if not getattr(settings, "RATELIMIT_ENABLE", True) or not breaker.allows():
+        return None
+    cache = caches[settings.RATELIMIT_USE_CACHE]
+    now = int(time.time())
+    counters = [_counter(limit, request, now) for limit in limits]
+    try:
+        used = cache.get_many([key for key, *_ in counters])
+    except Exception as exc:  # redis.ConnectionError, timeouts: fail open
+        breaker.failed(exc)
+        return None
+    for key, count, _, window_end in counters:
+        if int(used.get(key) or 0) >= count:
+            return RateLimited(retry_after=window_end - now, limit=count)
+    return None
 
 
 def _count_script(cache: RedisCache):

@@ -53,11 +53,13 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
+# With DEBUG and no SECRET_KEY (no .env from make run): a key everyone knows; `demo` refuses it.
+FALLBACK_SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off")
-    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"
+    SECRET_KEY = FALLBACK_SECRET_KEY
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 # Base URL used in links we mint outside a request (CLI output, unsubscribe links in emails).
@@ -199,6 +201,9 @@ RATELIMIT_CAMPAIGN_LEADS_TOKEN = env.str("RATELIMIT_CAMPAIGN_LEADS_TOKEN", defau
 RATELIMIT_CAMPAIGN_LEADS_IP = env.str("RATELIMIT_CAMPAIGN_LEADS_IP", default="600/m")
 RATELIMIT_EMAIL_EVENTS_TOKEN = env.str("RATELIMIT_EMAIL_EVENTS_TOKEN", default="600/m")
 RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m")
+# The email providers' webhooks (campaigns/provider_hooks.py): calls per workspace (providers post one
+# event a call in bursts, and retry a 429 later); wrong secrets count against RATELIMIT_EMAIL_EVENTS_IP.
+RATELIMIT_EMAIL_HOOKS = env.str("RATELIMIT_EMAIL_HOOKS", default="6000/m")
 # Clicks recorded per client address: past it the redirect still answers, without a click id.
 RATELIMIT_REDIRECT_IP = env.str("RATELIMIT_REDIRECT_IP", default="300/m")
 # Unsubscribe pages per client address (a person opens one; a guesser of signed links gets 400s).

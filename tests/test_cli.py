@@ -199,3 +199,13 @@ def test_database_url_embedded_starts_the_embedded_server_for_the_command(tmp_pa
                     dotenv="DEBUG=1\nSECRET_KEY=k\nDATABASE_URL=embedded\n")
     assert result.returncode == 0, result.stderr
     assert "Planned operations" in result.stdout
+
+
+def test_make_run_and_make_test_take_the_database_of_the_env_file(tmp_path):
+    (tmp_path / ".env").write_text("DEBUG=1\nDATABASE_URL=postgres://someone@db.example:5432/theirs\n")
+    environment = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "lftrack.devdb", sys.executable, "-c", "import os; print(os.environ['DATABASE_URL'], os.environ.get('DEBUG'))"],
+        cwd=BASE_DIR, env={**environment, "ENV_FILE": str(tmp_path / ".env")}, capture_output=True, text=True, timeout=60,
+    )
+    assert result.stdout.split() == ["postgres://someone@db.example:5432/theirs", os.environ.get("DEBUG", "None")]

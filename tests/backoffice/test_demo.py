@@ -66,3 +66,15 @@ def test_a_token_revoked_in_the_back_office_is_replaced_by_a_working_one():
     second = demo()
     assert second["token"] != first["token"]
     assert api_token_authenticate(second["token"]).workspace.slug == "demo"
+
+
+def test_the_password_outlives_a_token_revoked_in_the_back_office():
+    first = demo()
+    ApiToken.objects.filter(workspace__slug="demo").update(revoked_at="2026-01-01T00:00:00Z")
+    assert demo()["admin"]["password"] == first["admin"]["password"]
+
+
+def test_demo_refuses_the_key_everyone_knows(settings):
+    settings.SECRET_KEY = settings.FALLBACK_SECRET_KEY
+    with pytest.raises(Exception, match="demo needs a SECRET_KEY of its own"):
+        demo()

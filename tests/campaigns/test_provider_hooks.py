@@ -5,6 +5,8 @@ import base64
 import hashlib
 import hmac
 import json
+import secrets
+import time
 from datetime import timedelta
 from io import StringIO
 
@@ -112,8 +114,8 @@ def sendgrid_complaint(message_id: str) -> tuple:
     return _sendgrid("spamreport", message_id=message_id)
 
 
-def _mailgun(event_data: dict, key: str = MAILGUN_KEY) -> tuple:
-    timestamp, token = "1772442600", "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0"
+def _mailgun(event_data: dict, key: str = MAILGUN_KEY, *, age: int = 0, token: str | None = None) -> tuple:
+    timestamp, token = str(int(time.time()) - age), token or secrets.token_hex(25)  # Mailgun: a fresh token a call
     signature = hmac.new(key.encode(), f"{timestamp}{token}".encode(), hashlib.sha256).hexdigest()
     body = {"signature": {"timestamp": timestamp, "token": token, "signature": signature}, "event-data": event_data}
     return body, "application/json", {}
@@ -288,13 +290,30 @@ def test_a_new_secret_retires_the_old_urls(client, acme, secret):
     assert call(client, "postmark", postmark_bounce(OURS), password=new).status_code == 200
 
 
-def test_a_signing_provider_checks_the_workspaces_key(client, acme, secret):
+def test_a_signing_provider_checks_the_workspaces_key(client, acme, globex, secret):
     forged = call(client, "mailgun", mailgun_bounce(OURS, key="key-of-someone-else"), password=secret)
     assert forged.status_code == 401 and forged.json() == {"error": "invalid signature"}
-    _, unsigned = provider_hook_create(workspace=acme, signing_keys={})
-    missing = call(client, "mailgun", mailgun_bounce(OURS), password=unsigned)
+    _, unsigned = provider_hook_create(workspace=globex, signing_keys={})
+    missing = call(client, "mailgun", mailgun_bounce(OURS), user="globex", password=unsigned)
     assert missing.status_code == 422 and "no mailgun signing key" in missing.json()["error"]
     assert not Suppression.objects.exists()
+
+
+def test_mailgun_signatures_cannot_be_replayed(client, acme, secret):
+    stale = mailgun_bounce(OURS)
+    stale[0]["signature"] = _mailgun({}, age=20 * 60)[0]["signature"]
+    assert call(client, "mailgun", stale, password=secret).status_code == 401
+    first = _mailgun(_mailgun_event("failed", OURS, severity="permanent"), token="once")
+    assert call(client, "mailgun", first, password=secret).status_code == 200
+    replayed = call(client, "mailgun", first, password=secret)
+    assert replayed.status_code == 401 and replayed.json() == {"error": "invalid signature"}
+
+
+def test_a_new_secret_keeps_the_signing_keys_and_bad_keys_are_refused(client, acme, secret):
+    _, new = provider_hook_create(workspace=acme, signing_keys={})
+    assert call(client, "mailgun", mailgun_bounce(OURS), password=new).status_code == 200
+    with pytest.raises(Exception, match="printable ASCII"):
+        provider_hook_create(workspace=acme, signing_keys={"mailgun": "kéy"})
 
 
 def test_bad_calls_get_a_json_error(client, acme, secret):
@@ -311,11 +330,96 @@ def test_bad_calls_get_a_json_error(client, acme, secret):
     assert not Suppression.objects.exists()
 
 
-def test_guessing_secrets_is_rate_limited_per_address(client, acme, secret, settings):
+def test_wrong_secrets_are_limited_per_address_and_calls_per_workspace(client, acme, globex, secret, settings):
     settings.RATELIMIT_EMAIL_EVENTS_IP = "5/m"
+    settings.RATELIMIT_EMAIL_HOOKS = "8/m"
+    _, globex_secret = provider_hook_create(workspace=globex, signing_keys={})
+    # Good calls from the provider's address do not use up the failures' budget of that address...
+    assert [call(client, "postmark", postmark_bounce(OURS), password=secret).status_code for _ in range(6)] == [200] * 6
+    # ...wrong secrets do, and then nothing from that address is even checked...
     statuses = [call(client, "sendgrid", sendgrid_bounce(OURS), password=f"guess{i}").status_code for i in range(7)]
     assert statuses == [401] * 5 + [429] * 2
-    assert call(client, "sendgrid", sendgrid_bounce(OURS), password=secret).status_code == 429
+    refused = call(client, "sendgrid", sendgrid_bounce(OURS), password=secret)
+    assert refused.status_code == 429 and refused.json() == {"error": "rate_limited"} and refused["Retry-After"]
+    # ...and each workspace has its own budget of calls.
+    other = client.__class__(REMOTE_ADDR="192.0.2.99")
+    assert [call(other, "postmark", postmark_bounce(OURS), password=secret).status_code for _ in range(3)] == [200, 200, 429]
+    assert call(other, "postmark", postmark_bounce(OURS), user="globex", password=globex_secret).status_code == 200
+
+
+def test_a_complaint_naming_another_message_id_blames_no_campaign(client, acme, secret):
+    send = EmailSendFactory(enrollment=enrolled(acme, campaign_slug="spring"), message_id=OURS)
+    response = call(client, "amazon_ses", ses_complaint("<password-reset.123@app.example>"), password=secret)
+    assert response.status_code == 200 and Suppression.objects.get().reason == "complained"
+    assert EmailSend.objects.get(pk=send.pk).complained_at is None
+    assert Campaign.objects.get(pk=send.campaign_id).status == "active"
+
+
+def test_postmark_spam_filter_refusals_are_not_complaints_and_bad_addresses_are_hard(client, acme, secret):
+    assert call(client, "postmark", _postmark("Bounce", "SpamNotification"), password=secret).json()["suppressed"] == 0
+    assert call(client, "postmark", _postmark("Bounce", "BadEmailAddress"), password=secret).json()["suppressed"] == 1
+    assert Suppression.objects.get().reason == "bounced"
+
+
+def test_amazon_sns_subscription_is_confirmed_at_its_own_address_only(client, acme, secret, monkeypatch):
+    fetched = []
+    monkeypatch.setattr("campaigns.provider_hooks.sns_fetch", fetched.append)
+
+    def confirmation(url: str) -> tuple:
+        body = {"Type": "SubscriptionConfirmation", "MessageId": "165545c9-2a5c-472c-8df2-7ff2be2b3b1b",
+                "Token": "2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736",
+                "TopicArn": "arn:aws:sns:us-west-2:123456789012:MyTopic",
+                "Message": "You have chosen to subscribe to the topic arn:aws:sns:us-west-2:123456789012:MyTopic.",
+                "SubscribeURL": url, "Timestamp": "2026-03-02T09:10:00.000Z"}
+        return body, "text/plain; charset=UTF-8", {"HTTP_X_AMZ_SNS_MESSAGE_TYPE": "SubscriptionConfirmation",
+                                                    "HTTP_X_AMZ_SNS_MESSAGE_ID": body["MessageId"]}
+
+    good = "https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-west-2:123456789012:MyTopic&Token=2336"
+    assert call(client, "amazon_ses", confirmation(good), password=secret).status_code == 200
+    assert fetched == [good]
+    for bad in ("http://sns.us-west-2.amazonaws.com/?x", "https://sns.us-west-2.amazonaws.com.evil.example/", "https://169.254.169.254/"):
+        assert call(client, "amazon_ses", confirmation(bad), password=secret).status_code == 400
+    assert fetched == [good]
+    assert call(client, "amazon_ses", confirmation(good)).status_code == 401  # no secret, no visit
+    monkeypatch.setattr("campaigns.provider_hooks.sns_fetch", lambda url: (_ for _ in ()).throw(TimeoutError()))
+    failed = call(client, "amazon_ses", confirmation(good), password=secret)
+    assert failed.status_code == 502 and "could not confirm" in failed.json()["error"]
+
+
+@pytest.mark.parametrize("provider, body", [
+    ("brevo", {"items": [{"Uuid": ["x"]}]}),                        # Brevo's inbound webhook
+    ("postmark", {"FromFull": {"Email": "a@example.com"}}),          # Postmark's inbound webhook
+    ("sparkpost", [{"msys": {"relay_message": {"content": {}}}}]),   # SparkPost's inbound relay
+    ("postmark", json.loads("[" * 100 + "]" * 100)),                 # not an object
+    ("sendgrid", {"not": "a list"}),
+])
+def test_payloads_the_parser_cannot_read_are_400(client, acme, secret, provider, body):
+    response = call(client, provider, (body, "application/json", {}), password=secret)
+    assert response.status_code == 400 and response.json() == {"error": "invalid payload"}
+
+
+def test_deeply_nested_json_is_400(client, acme, secret):
+    deep = "[" * 200_000 + "]" * 200_000
+    response = client.post("/hooks/email/postmark", data=deep, content_type="application/json",
+                           HTTP_AUTHORIZATION="Basic " + base64.b64encode(f"acme:{secret}".encode()).decode())
+    assert response.status_code == 400
+
+
+def test_events_with_unusable_fields_are_skipped_not_fatal(client, acme, secret):
+    batch = [
+        {"email": 12345, "event": "bounce", "type": "bounce", "timestamp": 1772442600},
+        {"email": {"@": 1}, "event": "spamreport", "timestamp": 1772442600},
+        {"email": ADA, "event": "spamreport", "smtp-id": "<a\u0000b@x>", "timestamp": 1772442600},
+        {"email": ADA, "event": "bounce", "type": "bounce", "timestamp": 1772442600},
+    ]
+    batch[2]["smtp-id"] = "<a\x00b@x>"
+    response = call(client, "sendgrid", (batch, "application/json", {}), password=secret)
+    assert response.status_code == 200 and response.json() == {"events": 4, "suppressed": 2}
+
+
+def test_unparseable_credentials_are_401(client, acme, secret):
+    for user in ("ac\x00me", "ACME", "a" * 300, ""):
+        assert call(client, "postmark", postmark_bounce(OURS), user=user, password=secret).status_code == 401
 
 
 def test_the_command_prints_the_urls_once_and_keeps_only_a_digest(acme):

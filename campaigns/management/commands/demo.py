@@ -11,6 +11,7 @@ import shlex
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
 from django.db import transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
@@ -38,6 +39,8 @@ class Command(JsonCommand):
 
     @transaction.atomic
     def handle(self, *args, reset: bool = False, **options) -> None:
+        if settings.SECRET_KEY == settings.FALLBACK_SECRET_KEY:  # its token and password would be anyone's to compute
+            raise CommandError("demo needs a SECRET_KEY of its own: `make run` writes one in .env")
         workspace, _ = Workspace.objects.get_or_create(slug=DEMO_SLUG, defaults={"name": "Demo"})
         campaign = Campaign.objects.filter(workspace=workspace, slug=DEMO_CAMPAIGN).first()
         if campaign is None:
@@ -107,6 +110,8 @@ def demo_owner(workspace: Workspace, *, reset: bool) -> dict:
         user.save()
     membership_set(workspace=workspace, user=user, role=Membership.Role.OWNER)  # also makes them staff
     login = {"url": f"{settings.PUBLIC_BASE_URL}/admin/", "username": DEMO_USER}
-    if user.check_password(password):
-        return {**login, "password": password}
+    # The newest generation first: a token revoked in the back office moves the generation on, not the password.
+    for generation in range(_generation(workspace), max(-1, _generation(workspace) - 10), -1):
+        if user.check_password(candidate := _derived("password", generation)[:16]):
+            return {**login, "password": candidate}
     return {**login, "password": None, "note": "changed since it was printed; `manage.py demo --reset` sets a new one"}
