@@ -442,6 +442,10 @@ class BrowserConversionViewSet(viewsets.ViewSet):
                 response[name] = value
         return response
 
+    # CORS by hand, not django-cors-headers: its middleware decides before the view from the request
+    # alone, so it could only allow an origin that some workspace allows, and the answer to a POST must
+    # be held to the origins of the workspace whose key the body names (the preflight, which names no
+    # key, is the one place where "some workspace" is the rule: `options` above).
     def finalize_response(self, request: HttpRequest, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
         patch_vary_headers(response, ("Origin",))

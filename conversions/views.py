@@ -1,4 +1,10 @@
-"""GET /lf.js: the pixel's script, from memory, gzipped for browsers that take it, revalidated by ETag."""
+"""GET /lf.js: the pixel's script, from memory, gzipped for browsers that take it, revalidated by ETag.
+
+Not WhiteNoise (which serves the admin's files): it compares If-None-Match as one exact string, so
+a tag a proxy weakened (`W/"..."`, as nginx does when it gzips) or a list of tags never gets a 304,
+and it sends gzip to `gzip;q=0`; and it compresses only files collectstatic wrote beside the original,
+while this script ships inside the app. tests/conversions/test_pixel_script.py holds these cases.
+"""
 import gzip
 import hashlib
 from functools import cache
