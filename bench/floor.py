@@ -4,7 +4,8 @@
 /api/v1/conversions with 201 and a conversion-sized JSON body, doing a little more than the one before:
 
   raw     a bare WSGI callable: gunicorn and wrk alone
-  django  Django with lftrack's settings and every middleware, a plain view (URL resolution, middleware)
+  django  Django with lftrack's settings and every middleware, a plain view (URL resolution, middleware);
+          GET /l/<key> answers a 302 without looking anything up (bench/redirect.sh's floor)
   drf     a DRF ViewSet with lftrack's bearer authentication (the token lookup on PostgreSQL), both rate
           limits on Redis and the request body validated by the endpoint's own serializer: everything but
           the conversion's transaction
@@ -54,8 +55,14 @@ elif LEVEL in ("django", "drf"):
             parse(ConversionInput, request_json(request))
             return Response(json.loads(BODY), status=201)
 
+    def redirect(request, key):  # bench/redirect.sh's floor: a 302 like the redirect's, nothing looked up
+        response = HttpResponse(status=302)
+        response["Location"] = f"https://shop.example.com/pricing?lf_cid={key}"
+        response["Cache-Control"] = "no-store"
+        return response
+
     view = plain if LEVEL == "django" else FloorViewSet.as_view({"post": "create"})
-    urlpatterns = [path("api/v1/conversions", view), path("healthz", healthz)]
+    urlpatterns = [path("api/v1/conversions", view), path("l/<slug:key>", redirect), path("healthz", healthz)]
     settings.ROOT_URLCONF = __name__  # before the first request builds the resolver
 
     from django.core.wsgi import get_wsgi_application

@@ -48,6 +48,11 @@ class Click(models.Model):
     # A crawler, a link-preview fetcher or a prefetch (clicks/bots.py): redirected as anyone, but
     # left out of the click numbers.
     is_bot = models.BooleanField(default=False, db_default=False)
+    # Computed from the user agent and the referrer as the click is recorded (clicks/agents.py).
+    device = models.CharField(max_length=10, blank=True, default="", db_default="")
+    browser = models.CharField(max_length=50, blank=True, default="", db_default="")
+    os = models.CharField(max_length=50, blank=True, default="", db_default="")
+    referrer_domain = models.CharField(max_length=255, blank=True, default="", db_default="")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["click_id"], name="clicks_click_one_per_click_id")]

@@ -5,7 +5,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 
-from clicks.models import Click, Link, Post
+from clicks.agents import referrer_domain, user_agent_describe
+from clicks.models import Click, Link, Post, new_click_id
+from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
 from workspaces.models import Workspace
 
@@ -21,16 +23,53 @@ def destination_with_click_id(destination: str, click_id: str) -> str:
     return urlunsplit(parts._replace(query="&".join(kept)))
 
 
+# The redirect's one statement: find the link by its key, insert the click and return the destination,
+# in one round trip and one commit (autocommit), prepared once per connection (lftrack/db.py). No row
+# for an unknown key, and then no click. 0.26 ms of PostgreSQL and 0.4 ms of Python less than the ORM's
+# lookup and insert did (docs/benchmarks.md, "GET /l/<key>").
+_FOLLOW_SQL = f"""
+WITH link AS (SELECT id, workspace_id, destination FROM {Link._meta.db_table} WHERE key = %s),
+click AS (
+    INSERT INTO {Click._meta.db_table}
+        (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain)
+    SELECT workspace_id, id, %s, now(), %s, %s, %s, %s, %s, %s, %s FROM link
+)
+SELECT destination FROM link
+"""
+_DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
+
+
+def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool) -> tuple[str, str] | None:
+    """Record a click of the link `key`: (its destination, the new click id), or None for no such link."""
+    user_agent, referrer = _clean(user_agent, 512), _clean(referrer, 2048)
+    device, browser, os = user_agent_describe(user_agent, is_bot)
+    click_id = new_click_id()
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _FOLLOW_SQL,
+            [key, click_id, user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer)],
+        )
+        row = cursor.fetchone()
+    return None if row is None else (row[0], click_id)
+
+
+def link_destination(key: str) -> str | None:
+    """The destination of the link `key`, recording nothing (a HEAD, a visitor past the click limit)."""
+    with prepared_cursor() as cursor:
+        cursor.execute(_DESTINATION_SQL, [key])
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
 def click_record(
     *, link_id: int, workspace_id: int, user_agent: str = "", referrer: str = "", is_bot: bool = False
 ) -> Click:
-    """One INSERT: the redirect is the hottest path of the product."""
+    """A click through the ORM, enriched as the redirect's (tests and seeds; the redirect uses click_follow)."""
+    user_agent, referrer = _clean(user_agent, 512), _clean(referrer, 2048)
+    device, browser, os = user_agent_describe(user_agent, is_bot)
     return Click.objects.create(
-        link_id=link_id,
-        workspace_id=workspace_id,
-        user_agent=_clean(user_agent, 512),
-        referrer=_clean(referrer, 2048),
-        is_bot=is_bot,
+        link_id=link_id, workspace_id=workspace_id, user_agent=user_agent, referrer=referrer, is_bot=is_bot,
+        device=device, browser=browser, os=os, referrer_domain=referrer_domain(referrer),
     )
 
 

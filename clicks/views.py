@@ -8,8 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
 
 from clicks.bots import is_bot
-from clicks.models import Link
-from clicks.services import click_record, destination_with_click_id
+from clicks.services import click_follow, destination_with_click_id, link_destination
 from lftrack.errors import RateLimited
 from lftrack.ratelimit import Limit, ip_key, limits_enforce
 
@@ -57,26 +56,31 @@ def follow_link(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def _follow(request: HttpRequest, key: str) -> HttpResponse:
-    row = Link.objects.filter(key=key).values_list("pk", "workspace_id", "destination").first()
-    if row is None:
-        raise Http404("unknown link")
-    link_id, workspace_id, destination = row
-    recent_links.remember(key, destination)
-    if request.method == "HEAD":  # link previews and monitors: answer, but record no click
-        return _redirect(destination)
-    try:
-        limits_enforce(request, CLICKS_PER_IP)
-    except RateLimited:
+    # A HEAD (link previews, monitors) and a visitor past the click limit are redirected; no click.
+    counted = request.method != "HEAD"
+    if counted:
+        try:
+            limits_enforce(request, CLICKS_PER_IP)
+        except RateLimited:
+            counted = False
+    if not counted:
+        destination = link_destination(key)
+        if destination is None:
+            raise Http404("unknown link")
+        recent_links.remember(key, destination)
         return _redirect(destination)
     user_agent = request.META.get("HTTP_USER_AGENT", "")
-    click = click_record(
-        link_id=link_id,
-        workspace_id=workspace_id,
+    followed = click_follow(
+        key=key,
         user_agent=user_agent,
         referrer=request.META.get("HTTP_REFERER", ""),
         is_bot=is_bot(user_agent=user_agent, meta=request.META),
     )
-    return _redirect(destination_with_click_id(destination, click.click_id))
+    if followed is None:
+        raise Http404("unknown link")
+    destination, click_id = followed
+    recent_links.remember(key, destination)
+    return _redirect(destination_with_click_id(destination, click_id))
 
 
 def _redirect(location: str) -> HttpResponse:

@@ -37,10 +37,41 @@ def test_unknown_key_is_404_and_records_nothing(client):
     assert not Click.objects.exists()
 
 
-def test_redirect_is_one_select_and_one_insert(client, django_assert_num_queries):
+def test_redirect_is_one_statement(client, django_assert_num_queries):
     link = LinkFactory()
-    with django_assert_num_queries(2):
-        client.get(f"/l/{link.key}")
+    with django_assert_num_queries(1):
+        assert client.get(f"/l/{link.key}").status_code == 302
+    assert Click.objects.filter(link=link).count() == 1
+
+
+def test_an_unknown_key_is_404_and_records_nothing(client):
+    LinkFactory()
+    assert client.get("/l/nosuchkey").status_code == 404
+    assert not Click.objects.exists()
+
+
+@pytest.mark.parametrize("user_agent, referrer, expected", [
+    ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+     "https://t.co/xyz", ("mobile", "Mobile Safari", "iOS", "t.co")),
+    ("Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+     "", ("tablet", "Mobile Safari", "iOS", "")),
+    ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36",
+     "https://www.Facebook.com/some/page?x=1", ("mobile", "Chrome Mobile", "Android", "facebook.com")),
+    ("Mozilla/5.0 (Linux; Android 13; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+     "not a url", ("tablet", "Chrome", "Android", "")),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+     "https://news.ycombinator.com/item?id=1", ("desktop", "Chrome", "Windows", "news.ycombinator.com")),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
+     "http://[::1", ("desktop", "Safari", "Mac OS X", "")),
+    ("facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", "", ("bot", "FacebookBot", "", "")),
+    ("", "", ("bot", "", "", "")),
+])
+def test_clicks_carry_device_browser_os_and_referrer_domain(client, user_agent, referrer, expected):
+    link = LinkFactory()
+    headers = {"HTTP_USER_AGENT": user_agent, **({"HTTP_REFERER": referrer} if referrer else {})}
+    assert client.get(f"/l/{link.key}", **headers).status_code == 302
+    click = Click.objects.get()
+    assert (click.device, click.browser, click.os, click.referrer_domain) == expected
 
 
 def test_head_answers_without_recording_a_click(client):
