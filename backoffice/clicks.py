@@ -2,7 +2,7 @@
 from django import forms
 from django.conf import settings
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from backoffice.scoping import (
     MEMBERS,
@@ -16,6 +16,7 @@ from backoffice.scoping import (
 from campaigns.models import Campaign
 from campaigns.services import campaign_post_set
 from clicks.models import Link, Post
+from clicks.selectors import DIMENSIONS, SAMPLE, clicks_breakdown
 from rollups.selectors import LINK_NUMBERS, LinkNumber, links_with_numbers, posts_with_numbers
 
 
@@ -32,6 +33,24 @@ NumbersColumns = type("NumbersColumns", (), {number.heading: _column(number) for
 
 
 NUMBERS = [number.heading for number in LINK_NUMBERS]
+
+
+def breakdown_table(link_ids: list[int]) -> str:
+    """Where the latest clicks came from: the top devices, browsers, OSes and referrers, side by side."""
+    found = clicks_breakdown(link_ids=link_ids)
+    if not any(found.values()):
+        return "No clicks yet."
+    columns = [
+        format_html_join("", "<li>{} <b>{}</b></li>", ((value or "(none)", count) for value, count in found[column]))
+        for column, _ in DIMENSIONS
+    ]
+    return format_html(
+        '<table class="lf-breakdown"><tr>{}</tr><tr>{}</tr></table><p class="help">The latest {} clicks of each link,'
+        " bots included.</p>",
+        format_html_join("", "<th>{}</th>", ((heading,) for _, heading in DIMENSIONS)),
+        format_html_join("", "<td><ul>{}</ul></td>", ((items,) for items in columns)),
+        f"{SAMPLE:,}",
+    )
 
 
 class LinkInline(NumbersColumns, WorkspaceScopedInline):
@@ -72,8 +91,8 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
     list_filter = [("campaign_post__campaign", admin.RelatedOnlyFieldListFilter), "workspace"]
     search_fields = ["title"]
     ordering = ["-created_at", "-pk"]
-    fields = ["title", "campaign", "links", *NUMBERS, "created_at"]
-    readonly_fields = ["links", *NUMBERS, "created_at"]
+    fields = ["title", "campaign", "links", *NUMBERS, "clicks_from", "created_at"]
+    readonly_fields = ["links", *NUMBERS, "clicks_from", "created_at"]
     inlines = [LinkInline]
     actions = []
 
@@ -104,6 +123,10 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
     def links(self, obj: Post) -> int:
         return obj.n_links
 
+    @admin.display(description="clicks from")
+    def clicks_from(self, obj: Post) -> str:
+        return breakdown_table(list(obj.links.values_list("pk", flat=True)))
+
 
 @admin.register(Link)
 class LinkAdmin(NumbersColumns, WorkspaceScopedAdmin):
@@ -115,12 +138,16 @@ class LinkAdmin(NumbersColumns, WorkspaceScopedAdmin):
     list_select_related = ["post"]
     search_fields = ["=key", "destination", "post__title"]
     ordering = ["-created_at", "-pk"]
-    fields = ["short_url", "destination", "post", *NUMBERS, "created_at"]
+    fields = ["short_url", "destination", "post", *NUMBERS, "clicks_from", "created_at"]
     readonly_fields = fields
     actions = []
 
     def get_queryset(self, request):
         return links_with_numbers(links=super().get_queryset(request))
+
+    @admin.display(description="clicks from")
+    def clicks_from(self, obj: Link) -> str:
+        return breakdown_table([obj.pk])
 
     @admin.display(description="tracked link", ordering="key")
     def short_url(self, obj: Link) -> str:

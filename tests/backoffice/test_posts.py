@@ -64,3 +64,26 @@ def test_owner_moves_a_post_into_a_campaign(as_alice, as_bob, launch, acme):
     assert as_alice.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 302
     post.refresh_from_db()
     assert (post.title, post.campaign_post.campaign_id) == ("Launch v2", campaign.pk)
+
+
+def test_link_and_post_pages_show_where_the_clicks_came_from(as_bob, acme, globex):
+    post = PostFactory(workspace=acme, title="Launch")
+    link, other = LinkFactory(post=post), LinkFactory(post=post)
+    for device, browser, domain in [("mobile", "Mobile Safari", "t.co")] * 3 + [("desktop", "Chrome", "")] * 2:
+        ClickFactory(link=link, device=device, browser=browser, os="iOS", referrer_domain=domain)
+    ClickFactory(link=other, device="tablet", browser="Chrome", os="Android", referrer_domain="facebook.com")
+    ClickFactory(link=LinkFactory(post__workspace=globex), device="bot", browser="Globex-only")
+
+    page = as_bob.get(reverse("admin:clicks_link_change", args=[link.pk])).content.decode()
+    assert "<li>mobile <b>3</b></li><li>desktop <b>2</b></li>" in page
+    assert "<li>t.co <b>3</b></li><li>(none) <b>2</b></li>" in page
+    assert "tablet" not in page and "Globex-only" not in page
+
+    page = as_bob.get(reverse("admin:clicks_post_change", args=[post.pk])).content.decode()
+    assert "<li>Chrome <b>3</b></li><li>Mobile Safari <b>3</b></li>" in page
+    assert "<li>facebook.com <b>1</b></li>" in page and "Globex-only" not in page
+
+
+def test_a_link_without_clicks_says_so(as_bob, acme):
+    link = LinkFactory(post__workspace=acme)
+    assert "No clicks yet." in as_bob.get(reverse("admin:clicks_link_change", args=[link.pk])).content.decode()
