@@ -24,7 +24,7 @@ def lift_timeouts(*, using: str = DEFAULT_DB_ALIAS) -> None:
 
 @contextmanager
 def prepared_cursor() -> Iterator:
-    """A Django cursor for the few statements every API request runs.
+    """A Django cursor for the few statements every API request and every click runs.
 
     Django's PostgreSQL cursors bind parameters client-side: each statement reaches the server as new
     text, parsed and planned again, and formatting the literals costs Python time too. This cursor
@@ -32,6 +32,12 @@ def prepared_cursor() -> Iterator:
     the same persistent connection only bind and execute. It is still Django's cursor wrapper (query
     logging, execute wrappers, Django's exception classes) inside Django's transaction. Connection
     poolers in transaction mode that cannot carry prepared statements: set DB_PREPARED_STATEMENTS=0.
+
+    Not Django's connection pool with `server_side_binding` and psycopg's own preparation instead: in
+    one sitting (`bench/conversions.sh`, 15 s, twice) the pool ran 578/682 req/s without health checks
+    and 655/475 with them, against 610/663 here, the same CPU per request within the noise; and its
+    checks are a round trip per request, where `lftrack/postgresql` asks the socket (docs/benchmarks.md,
+    "Library swaps").
     """
     db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
     if not settings.DB_PREPARED_STATEMENTS:
@@ -48,6 +54,8 @@ def prepared_cursor() -> Iterator:
         # cursors never do, so switching it back on changes nothing for them.
         raw.prepare_threshold = 5
     with db.wrap_database_errors:
-        cursor = db._prepare_cursor(_PreparingCursor(raw))
+        db.validate_thread_sharing()
+        raw_cursor = _PreparingCursor(raw)
+        cursor = db.make_debug_cursor(raw_cursor) if db.queries_logged else db.make_cursor(raw_cursor)
     with cursor:
         yield cursor
