@@ -35,9 +35,9 @@ NumbersColumns = type("NumbersColumns", (), {number.heading: _column(number) for
 NUMBERS = [number.heading for number in LINK_NUMBERS]
 
 
-def breakdown_table(link_ids: list[int]) -> str:
+def breakdown_table(**link_or_post) -> str:
     """Where the latest clicks came from: the top devices, browsers, OSes and referrers, side by side."""
-    found = clicks_breakdown(link_ids=link_ids)
+    found = clicks_breakdown(**link_or_post)
     if not any(found.values()):
         return "No clicks yet."
     columns = [
@@ -125,7 +125,7 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
 
     @admin.display(description="clicks from")
     def clicks_from(self, obj: Post) -> str:
-        return breakdown_table(list(obj.links.values_list("pk", flat=True)))
+        return breakdown_table(post_id=obj.pk)
 
 
 @admin.register(Link)
@@ -147,7 +147,7 @@ class LinkAdmin(NumbersColumns, WorkspaceScopedAdmin):
 
     @admin.display(description="clicks from")
     def clicks_from(self, obj: Link) -> str:
-        return breakdown_table([obj.pk])
+        return breakdown_table(link_id=obj.pk)
 
     @admin.display(description="tracked link", ordering="key")
     def short_url(self, obj: Link) -> str:
