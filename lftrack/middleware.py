@@ -1,7 +1,11 @@
-"""Request checks that run before any view: oversized API bodies, chunked bodies, unstorable URLs and headers."""
+"""Request checks that run before any view (oversized API bodies, chunked bodies, unstorable URLs and headers),
+and the session, user and message middleware for the pages only."""
 import io
 
 from django.conf import settings
+from django.contrib.auth import middleware as auth
+from django.contrib.messages import middleware as messages
+from django.contrib.sessions import middleware as sessions
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
@@ -97,3 +101,27 @@ def _drain(request: HttpRequest, limit: int) -> None:
 def _nul_in_headers(request: HttpRequest) -> bool:
     # gunicorn refuses NUL in header values; other servers (and in-process clients) pass it on.
     return any("\x00" in value for key, value in request.META.items() if key.startswith("HTTP_") and isinstance(value, str))
+
+
+# The API and the redirect authenticate by token or need no one at all: sessions, users and messages
+# are for the pages (the back office, the links of our emails). Skipping them there saves what
+# docs/benchmarks.md ("Middleware for the pages only") measures, in one settings module.
+BARE_PATHS = ("/api/", "/l/")
+
+
+def _for_pages_only(middleware: type) -> type:
+    """`middleware`, passed through on BARE_PATHS. A subclass, so Django's admin checks still find it."""
+
+    class ForPagesOnly(middleware):
+        def __call__(self, request: HttpRequest) -> HttpResponse:
+            if request.path_info.startswith(BARE_PATHS):
+                return self.get_response(request)
+            return super().__call__(request)
+
+    ForPagesOnly.__name__ = ForPagesOnly.__qualname__ = middleware.__name__
+    return ForPagesOnly
+
+
+SessionMiddleware = _for_pages_only(sessions.SessionMiddleware)
+AuthenticationMiddleware = _for_pages_only(auth.AuthenticationMiddleware)
+MessageMiddleware = _for_pages_only(messages.MessageMiddleware)

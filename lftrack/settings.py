@@ -92,11 +92,12 @@ MIDDLEWARE = [
     "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's three, passed through for the API and the redirect (lftrack/middleware.py, BARE_PATHS).
+    "lftrack.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "lftrack.middleware.AuthenticationMiddleware",
+    "lftrack.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]

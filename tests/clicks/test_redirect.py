@@ -3,7 +3,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from clicks.models import Click
+from clicks.models import Click, Link
 from clicks.services import destination_with_click_id
 from tests.factories import LinkFactory
 
@@ -124,3 +124,12 @@ def test_past_the_per_address_limit_the_redirect_still_answers_but_records_nothi
     assert answers[-1]["Location"] == "https://shop.example.com/?a=1"
     assert Click.objects.count() == 2
     assert "lf_cid=" in client.get(f"/l/{link.key}", REMOTE_ADDR="198.51.100.21")["Location"]  # others still count
+
+
+def test_a_changed_destination_applies_to_the_next_click(client):
+    """No cache of links: each click reads the link in the statement that records it."""
+    link = LinkFactory(destination="https://example.com/old")
+    assert client.get(f"/l/{link.key}")["Location"].startswith("https://example.com/old?lf_cid=")
+    Link.objects.filter(pk=link.pk).update(destination="https://example.com/new")
+    assert client.get(f"/l/{link.key}")["Location"].startswith("https://example.com/new?lf_cid=")
+    assert client.head(f"/l/{link.key}")["Location"] == "https://example.com/new"
