@@ -228,6 +228,10 @@ class TokenStatusFilter(admin.SimpleListFilter):
 class TokenCreateForm(forms.Form):
     workspace = forms.ModelChoiceField(queryset=Workspace.objects.none(), empty_label=None)
     name = forms.CharField(max_length=100, help_text="What will use it, e.g. “Checkout server” or “Zapier”.")
+    scopes = forms.MultipleChoiceField(
+        choices=ApiToken.Scope.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="What it may do. None ticked: everything, now and as the API grows.",
+    )
     nonce = forms.CharField(widget=forms.HiddenInput)
 
     def __init__(self, *args, workspaces, **kwargs):
@@ -249,13 +253,13 @@ class ApiTokenAdmin(ServiceFormAdmin):
     changelist_title = "Manage tokens"
     change_roles = delete_roles = NOBODY
     revoke_roles = OWNERS
-    list_display = ["name", "prefix_shown", "created", "last_used", "status", "created_by"]
+    list_display = ["name", "prefix_shown", "scopes_shown", "created", "last_used", "status", "created_by"]
     list_display_links = ["name"]
     list_filter = [TokenStatusFilter, "workspace"]
     list_select_related = ["created_by"]
     search_fields = ["name", "prefix"]
     ordering = ["-created_at", "-pk"]
-    fields = ["workspace", "name", "prefix_shown", "status", "created_at", "last_used_at", "revoked_at", "created_by"]
+    fields = ["workspace", "name", "prefix_shown", "scopes_shown", "status", "created_at", "last_used_at", "revoked_at", "created_by"]
     readonly_fields = fields
     actions = ["revoke_tokens"]
 
@@ -265,6 +269,10 @@ class ApiTokenAdmin(ServiceFormAdmin):
     @admin.display(description="token", ordering="prefix")
     def prefix_shown(self, obj: ApiToken) -> str:
         return f"lf_{obj.prefix}…"
+
+    @admin.display(description="may")
+    def scopes_shown(self, obj: ApiToken) -> str:
+        return ", ".join(obj.scopes.split()) if obj.scopes else "everything"
 
     @admin.display(description="created", ordering="created_at")
     def created(self, obj: ApiToken):
@@ -321,7 +329,8 @@ class ApiTokenAdmin(ServiceFormAdmin):
         nonces.remove(form.cleaned_data["nonce"])
         request.session[NONCE_SESSION_KEY] = nonces
         issued = api_token_create(
-            workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user
+            workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user,
+            scopes=form.cleaned_data["scopes"],
         )
         self.log_addition(request, issued.token, [{"added": {}}])
         return self.render_screen(

@@ -73,6 +73,8 @@ def lead_out(result: LeadResult) -> dict:
 
 
 class CampaignLeadViewSet(viewsets.ViewSet):
+    required_scope = "leads:write"  # workspaces/auth.py: a token created with scopes needs this one
+
     @extend_schema(
         operation_id="campaign_lead_create",
         summary="Enroll a contact in a campaign's sequence",
@@ -87,7 +89,7 @@ class CampaignLeadViewSet(viewsets.ViewSet):
             200: OpenApiResponse(CampaignLeadOut, description="`already_enrolled` (enrollment untouched; name and "
                                  "external_id still applied) or `suppressed` (nothing enrolled, `enrollment` null)."),
             **error_responses(
-                400, 401, 404, 413, 415, 422, 429, 500, 503,
+                400, 401, 403, 404, 413, 415, 422, 429, 500, 503,
                 e404=["unknown campaign"],
                 e422=["email is required", "invalid email", *string_messages("email", "name", "external_id")],
             ),
@@ -155,6 +157,7 @@ class EmailEventOut(serializers.Serializer):
 
 class EmailEventViewSet(viewsets.ViewSet):
     """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
+    required_scope = "email_events:write"  # workspaces/auth.py: a token created with scopes needs this one
 
     @extend_schema(
         operation_id="email_event_create",
@@ -166,7 +169,7 @@ class EmailEventViewSet(viewsets.ViewSet):
         responses={
             200: OpenApiResponse(EmailEventOut, description="The address is suppressed."),
             **error_responses(
-                400, 401, 413, 415, 422, 429, 500, 503,
+                400, 401, 403, 413, 415, 422, 429, 500, 503,
                 e422=["invalid type", "email is required", "invalid email", *string_messages("email", "message_id")],
             ),
         },

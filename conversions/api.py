@@ -164,6 +164,8 @@ CONVERSION_LIMITS = (
 
 
 class ConversionViewSet(viewsets.ViewSet):
+    required_scope = "conversions:write"  # workspaces/auth.py: a token created with scopes needs this one
+
     @extend_schema(
         operation_id="conversion_create",
         summary="Record a lead or a sale against a click",
@@ -179,7 +181,7 @@ class ConversionViewSet(viewsets.ViewSet):
                 description="Stored; or, with `Idempotent-Replayed: true`, the answer first given to this "
                 "`Idempotency-Key`, nothing stored again.",
             ),
-            **error_responses(400, 401, 413, 415, 422, 429, 500, 503, e422=CONVERSION_ERRORS),
+            **error_responses(400, 401, 403, 413, 415, 422, 429, 500, 503, e422=CONVERSION_ERRORS),
         },
         examples=[
             OpenApiExample(

@@ -123,7 +123,8 @@ _ERRORS: dict[int, tuple[str, list[str]]] = {
           "surrogate in its strings), or the request is malformed (a NUL in the URL or a header, a bad Content-Length).",
           ["invalid JSON", "bad request"]),
     401: ("The credentials are missing, malformed, unknown or revoked.", ["unauthorized"]),
-    403: ("Refused.", ["forbidden"]),
+    403: ("Refused: the token was created with scopes that leave out this operation's (or, for the browser "
+          "endpoint, the page's origin is not one the workspace allows).", ["forbidden"]),
     404: ("Not found.", ["not found"]),
     413: ("The body is over 64 KiB; nothing was read or stored.", ["request too large"]),
     415: ("The Content-Type is not one this operation reads.", ["unsupported media type"]),

@@ -1,7 +1,7 @@
 """v1 API authentication: bearer tokens (`Authorization: Bearer lf_...`) and the pixel's public tracking key."""
 from django.contrib.auth.models import AnonymousUser
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from workspaces.models import ApiToken, Workspace
@@ -29,8 +29,15 @@ class BearerTokenAuthentication(BaseAuthentication):
 
 
 class HasWorkspaceToken(BasePermission):
+    """A workspace's token, allowed the view's `required_scope` (403 `forbidden` otherwise)."""
+
     def has_permission(self, request, view) -> bool:
-        return isinstance(request.auth, ApiToken)
+        if not isinstance(request.auth, ApiToken):
+            return False
+        scope = getattr(view, "required_scope", None)
+        if scope is not None and not request.auth.allows(scope):
+            raise PermissionDenied()
+        return True
 
 
 class TrackingKeyAuthentication(BaseAuthentication):

@@ -58,9 +58,20 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # What the token may do, space-separated (Scope below); empty: everything, as every token before scopes.
+    scopes = models.CharField(max_length=200, blank=True, default="", db_default="")
+
+    class Scope(models.TextChoices):
+        CONVERSIONS_WRITE = "conversions:write", "record conversions"
+        LEADS_WRITE = "leads:write", "enroll campaign leads"
+        EMAIL_EVENTS_WRITE = "email_events:write", "report bounces and complaints"
+        READ = "read", "read back (the read API)"
 
     def __str__(self) -> str:
         return f"{self.name} (lf_{self.prefix}…)"
+
+    def allows(self, scope: str) -> bool:
+        return not self.scopes or scope in self.scopes.split()
 
     @property
     def is_active(self) -> bool:

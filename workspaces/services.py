@@ -116,13 +116,20 @@ def workspace_get(*, slug: str) -> Workspace:
     return workspace
 
 
-def api_token_create(*, workspace: Workspace, name: str, created_by=None, secret: str | None = None) -> IssuedToken:
-    """A new token; `secret` only for one the caller derived itself (the demo's, from SECRET_KEY)."""
+def api_token_create(
+    *, workspace: Workspace, name: str, created_by=None, secret: str | None = None, scopes: list[str] | None = None
+) -> IssuedToken:
+    """A new token, allowed `scopes` (ApiToken.Scope; none: everything). `secret` only for one the caller
+    derived itself (the demo's, from SECRET_KEY)."""
     secret = secret or TOKEN_PREFIX + secrets.token_urlsafe(32)
     if not _TOKEN_RE.match(secret):
         raise ValueError("a token secret is lf_ and 43 base64url characters")
+    unknown = sorted(set(scopes or ()) - set(ApiToken.Scope.values))
+    if unknown:
+        raise Unprocessable(f"unknown scope: {', '.join(unknown)} (one of {', '.join(ApiToken.Scope.values)})")
     token = ApiToken.objects.create(
         workspace=workspace,
+        scopes=" ".join(scope for scope in ApiToken.Scope.values if scope in (scopes or ())),
         name=name[:100] or "API token",
         prefix=secret[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + 8],
         digest=token_digest(secret),
@@ -146,7 +153,7 @@ def api_token_revoke(*, workspace: Workspace, token_id: int) -> ApiToken:
 # (in the models' field order, as Model.from_db() expects); the others are deferred fields, loaded
 # on first access.
 _TOKEN_COLUMNS = tuple(
-    f.attname for f in ApiToken._meta.concrete_fields if f.attname in {"id", "workspace_id", "name", "prefix", "digest"}
+    f.attname for f in ApiToken._meta.concrete_fields if f.attname in {"id", "workspace_id", "name", "prefix", "digest", "scopes"}
 )
 _WORKSPACE_COLUMNS = tuple(
     f.attname

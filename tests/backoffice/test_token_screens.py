@@ -158,3 +158,13 @@ def test_settings_keep_the_key_and_sending_limit_read_only(as_alice, acme):
                   {"name": "Acme", "allowed_origins": "", "tracking_key": "pk_mine", "daily_send_limit": 10**6})
     acme.refresh_from_db()
     assert acme.tracking_key == before and acme.daily_send_limit is None
+
+
+def test_owners_pick_scopes_and_the_list_shows_them(as_alice, acme):
+    form = as_alice.get(ADD)
+    assert 'value="email_events:write"' in form.content.decode() and "None ticked: everything" in form.content.decode()
+    response = as_alice.post(ADD, {"workspace": acme.pk, "name": "Zapier", "scopes": ["leads:write"], "nonce": nonce_of(form)})
+    assert response.status_code == 200 and ApiToken.objects.get(name="Zapier").scopes == "leads:write"
+    create_token(as_alice, acme, "Everything")
+    listing = as_alice.get(LIST).content.decode()
+    assert "leads:write" in listing and "everything" in listing

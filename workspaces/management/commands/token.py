@@ -1,6 +1,7 @@
-"""`manage.py token create WORKSPACE [--name NAME]` and `manage.py token revoke WORKSPACE TOKEN_ID`."""
+"""`manage.py token create WORKSPACE [--name NAME] [--scope SCOPE ...]` and `manage.py token revoke WORKSPACE TOKEN_ID`."""
 from lftrack.cli import JsonCommand
 from workspaces.cli import workspace_from_arg
+from workspaces.models import ApiToken
 from workspaces.services import api_token_create, api_token_revoke
 
 
@@ -11,13 +12,17 @@ class Command(JsonCommand):
         create = sub.add_parser("create", help="Create a token and print its secret once.")
         create.add_argument("workspace")
         create.add_argument("--name", default="CLI token")
+        create.add_argument(
+            "--scope", action="append", default=[], choices=ApiToken.Scope.values,
+            help="what the token may do (repeat it); without any, everything",
+        )
         revoke = sub.add_parser("revoke", help="Revoke a token.")
         revoke.add_argument("workspace")
         revoke.add_argument("token_id", type=int)
 
-    def do_create(self, *, workspace: str, name: str, **_) -> dict:
-        issued = api_token_create(workspace=workspace_from_arg(workspace), name=name)
-        return {"id": issued.token.pk, "token": issued.secret}
+    def do_create(self, *, workspace: str, name: str, scope: list[str], **_) -> dict:
+        issued = api_token_create(workspace=workspace_from_arg(workspace), name=name, scopes=scope)
+        return {"id": issued.token.pk, "token": issued.secret, "scopes": issued.token.scopes.split() or ApiToken.Scope.values}
 
     def do_revoke(self, *, workspace: str, token_id: int, **_) -> dict:
         token = api_token_revoke(workspace=workspace_from_arg(workspace), token_id=token_id)
