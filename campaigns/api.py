@@ -73,7 +73,7 @@ def lead_out(result: LeadResult) -> dict:
 
 
 class CampaignLeadViewSet(viewsets.ViewSet):
-    required_scope = "leads:write"  # workspaces/auth.py: a token created with scopes needs this one
+    required_scopes = {"create": "leads:write"}  # workspaces/auth.py
 
     @extend_schema(
         operation_id="campaign_lead_create",
@@ -157,7 +157,7 @@ class EmailEventOut(serializers.Serializer):
 
 class EmailEventViewSet(viewsets.ViewSet):
     """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
-    required_scope = "email_events:write"  # workspaces/auth.py: a token created with scopes needs this one
+    required_scopes = {"create": "email_events:write"}  # workspaces/auth.py
 
     @extend_schema(
         operation_id="email_event_create",

@@ -1,6 +1,11 @@
-"""POST /api/v1/conversions and the pixel's POST /api/v1/browser/conversions (docs/api.md)."""
+"""POST and GET /api/v1/conversions, and the pixel's POST /api/v1/browser/conversions (docs/api.md)."""
+from base64 import urlsafe_b64decode, urlsafe_b64encode
+from datetime import timezone
+
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -14,6 +19,7 @@ from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.response import Response
 
 from conversions.models import ConversionEvent
+from conversions.selectors import conversions_page
 from conversions.services import (
     IDEMPOTENCY_KEY_MAX,
     IDEMPOTENCY_TTL,
@@ -39,8 +45,8 @@ from lftrack.api import (
     parse,
     request_json,
 )
-from lftrack.errors import Forbidden
-from lftrack.openapi import error_response_object, error_responses, string_messages
+from lftrack.errors import Forbidden, Unprocessable
+from lftrack.openapi import PagedAutoSchema, error_response_object, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
@@ -127,6 +133,86 @@ def conversion_out(conversion: ConversionEvent, click_id: str) -> dict:
     }
 
 
+@extend_schema_serializer(component_name="ConversionRead")
+class ConversionReadOut(ConversionOut):
+    """A stored event as the read API shows it: the POST's answer and what else was sent."""
+
+    value_cents = serializers.IntegerField(allow_null=True)
+    event_name = serializers.CharField()
+    meta = serializers.DictField()
+    channel = serializers.ChoiceField(choices=["api", "pixel", "manual"])
+
+
+@extend_schema_serializer(component_name="ConversionPage")
+class ConversionPageOut(serializers.Serializer):
+    data = ConversionReadOut(many=True)
+    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+
+
+def conversion_read_out(conversion: ConversionEvent) -> dict:
+    return {
+        **conversion_out(conversion, conversion.click_key),
+        "value_cents": conversion.value_cents,
+        "event_name": conversion.event_name,
+        "meta": conversion.meta,
+        "channel": conversion.channel,
+    }
+
+
+PAGE_LIMIT_MAX = 100
+READ_ERRORS = [
+    "invalid event", "link_id must be an integer", "customer_id must be an integer",
+    "since must be an ISO 8601 time with an offset", "until must be an ISO 8601 time with an offset",
+    f"limit must be 1 to {PAGE_LIMIT_MAX}", "invalid cursor",
+]
+
+
+def _query_int(params, name: str, low: int = 1, high: int = BIGINT_MAX) -> int | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise Unprocessable(f"{name} must be an integer" if name != "limit" else f"limit must be 1 to {PAGE_LIMIT_MAX}")
+    return int(raw)
+
+
+def _query_time(params, name: str):
+    """The query parameter as an aware time in UTC; None when absent or not one."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    try:  # a "+" of an offset arrives as a space when the caller did not encode it
+        moment = parse_datetime(raw.replace(" ", "+"))
+        # In UTC: PostgreSQL refuses offsets past 15:59, which Python parses.
+        return moment.astimezone(timezone.utc) if moment is not None and moment.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def _query_time_or_422(params, name: str):
+    if params.get(name) is None:
+        return None
+    moment = _query_time(params, name)
+    if moment is None:
+        raise Unprocessable(f"{name} must be an ISO 8601 time with an offset")
+    return moment
+
+
+def cursor_encode(conversion: ConversionEvent) -> str:
+    return urlsafe_b64encode(f"{conversion.occurred_at.isoformat()}|{conversion.pk}".encode()).decode().rstrip("=")
+
+
+def cursor_decode(raw: str) -> tuple:
+    try:
+        occurred_at, pk = urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode().split("|")
+        moment = _query_time({"at": occurred_at}, "at")
+        if moment is None or not pk.isdigit() or int(pk) > BIGINT_MAX:
+            raise ValueError
+        return moment, int(pk)
+    except (ValueError, UnicodeDecodeError):
+        raise Unprocessable("invalid cursor") from None
+
+
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
     {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX, "pattern": "^[ -~]+$"},
@@ -157,6 +243,8 @@ CONVERSION_ERRORS = [
 ]
 
 
+# Reads (GET) per token, and per address counting refused credentials too, as for the writes.
+READ_LIMITS = (Limit("reads-token", token_key, "RATELIMIT_READ_TOKEN"), Limit("reads-ip", ip_key, "RATELIMIT_READ_IP"))
 CONVERSION_LIMITS = (
     Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
     Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
@@ -164,7 +252,48 @@ CONVERSION_LIMITS = (
 
 
 class ConversionViewSet(viewsets.ViewSet):
-    required_scope = "conversions:write"  # workspaces/auth.py: a token created with scopes needs this one
+    required_scopes = {"create": "conversions:write", "list": "read"}  # workspaces/auth.py
+    schema = PagedAutoSchema()
+
+    @extend_schema(
+        operation_id="conversion_list",
+        summary="List leads and sales, newest first",
+        description="The workspace's events by `occurred_at`, newest first, a page at a time: pass the answer's "
+        "`next` as `cursor` for the following page (an event recorded meanwhile never shifts later pages). "
+        "Limits: 600 requests a minute per token and per client address.",
+        tags=["conversions"],
+        parameters=[
+            OpenApiParameter("event", str, enum=["lead", "sale"], description="Only leads or only sales."),
+            OpenApiParameter("link_id", int, description="Only the events of this link."),
+            OpenApiParameter("customer_id", int, description="Only the events of this customer."),
+            OpenApiParameter("since", OpenApiTypes.DATETIME, description="Events at or after this time (with an offset)."),
+            OpenApiParameter("until", OpenApiTypes.DATETIME, description="Events before this time (with an offset)."),
+            OpenApiParameter("limit", int, description=f"Events per page, 1 to {PAGE_LIMIT_MAX}; 50 by default."),
+            OpenApiParameter("cursor", str, description="The `next` of the previous page."),
+        ],
+        responses={
+            200: OpenApiResponse(ConversionPageOut, description="A page of events."),
+            **error_responses(400, 401, 403, 422, 429, 500, 503, e422=READ_ERRORS),
+        },
+    )
+    @rate_limit(*READ_LIMITS)
+    def list(self, request) -> Response:
+        params = request.query_params
+        event = params.get("event")
+        if event is not None and event not in ("lead", "sale"):
+            raise Unprocessable("invalid event")
+        filters = {
+            "event": event,
+            "link_id": _query_int(params, "link_id"),
+            "customer_id": _query_int(params, "customer_id"),
+            "since": _query_time_or_422(params, "since"),
+            "until": _query_time_or_422(params, "until"),
+        }
+        limit = _query_int(params, "limit", high=PAGE_LIMIT_MAX) or 50
+        after = cursor_decode(params["cursor"]) if params.get("cursor") else None
+        page = conversions_page(workspace_id=request.auth.workspace_id, filters=filters, after=after, limit=limit + 1)
+        data, more = page[:limit], len(page) > limit
+        return Response({"data": [conversion_read_out(c) for c in data], "next": cursor_encode(data[-1]) if more else None})
 
     @extend_schema(
         operation_id="conversion_create",

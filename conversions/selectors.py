@@ -1,5 +1,5 @@
 """Reads of conversion events that the back office and the API share."""
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from conversions.models import ConversionEvent
 from customers.models import Customer
@@ -11,4 +11,24 @@ def conversions_of_customer(*, customer: Customer) -> QuerySet:
         ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer)
         .select_related("link__post")
         .order_by("-occurred_at", "-pk")
+    )
+
+
+def conversions_page(
+    *, workspace_id: int, filters: dict, after: tuple | None, limit: int
+) -> list[ConversionEvent]:
+    """GET /api/v1/conversions: the workspace's events newest first (occurred_at, then id), `limit` of them
+    after the keyset `after` = (occurred_at, id) of the last one already seen. Served by the
+    (workspace, -occurred_at) index; a row inserted meanwhile lands before the cursor, never in a later page.
+    `filters`: event, link_id, customer_id, since (>=), until (<)."""
+    events = ConversionEvent.objects.filter(workspace_id=workspace_id)
+    for name, lookup in (("event", "event"), ("link_id", "link_id"), ("customer_id", "customer_id"),
+                         ("since", "occurred_at__gte"), ("until", "occurred_at__lt")):
+        if filters.get(name) is not None:
+            events = events.filter(**{lookup: filters[name]})
+    if after is not None:
+        occurred_at, pk = after
+        events = events.filter(Q(occurred_at__lt=occurred_at) | Q(occurred_at=occurred_at, pk__lt=pk))
+    return list(
+        events.select_related("customer").annotate(click_key=F("click__click_id")).order_by("-occurred_at", "-pk")[:limit]
     )

@@ -3,6 +3,7 @@ import copy
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_examples_list
 from drf_spectacular.renderers import OpenApiJsonRenderer2
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_serializer
@@ -294,3 +295,10 @@ class OpenApiView(SpectacularAPIView):
             generator = self.generator_class(urlconf=self.urlconf, patterns=self.patterns)
             OpenApiView._schema = generator.get_schema(request=None, public=True)
         return Response(OpenApiView._schema)
+
+
+class PagedAutoSchema(AutoSchema):
+    """For a ViewSet whose `list` answers one object (`data` and a `next` cursor), not a bare array."""
+
+    def _is_list_view(self, serializer=None) -> bool:
+        return False

@@ -201,6 +201,9 @@ RATELIMIT_CAMPAIGN_LEADS_TOKEN = env.str("RATELIMIT_CAMPAIGN_LEADS_TOKEN", defau
 # authentication (no token, a wrong one): docs/api.md, "Rate limits".
 RATELIMIT_CAMPAIGN_LEADS_IP = env.str("RATELIMIT_CAMPAIGN_LEADS_IP", default="600/m")
 RATELIMIT_EMAIL_EVENTS_TOKEN = env.str("RATELIMIT_EMAIL_EVENTS_TOKEN", default="600/m")
+# The read API (GET), per token and per client address.
+RATELIMIT_READ_TOKEN = env.str("RATELIMIT_READ_TOKEN", default="600/m")
+RATELIMIT_READ_IP = env.str("RATELIMIT_READ_IP", default="600/m")
 RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m")
 # The email providers' webhooks (campaigns/provider_hooks.py): calls per workspace (providers post one
 # event a call in bursts, and retry a 429 later); wrong secrets count against RATELIMIT_EMAIL_EVENTS_IP.

@@ -67,7 +67,7 @@ def test_unknown_route_is_404(api, acme_token):
     assert_api_error(api.post("/api/v1/conversions/", {}, token=acme_token), 404, "not found")
 
 
-@pytest.mark.parametrize("method", ["get", "put", "patch", "delete"])
+@pytest.mark.parametrize("method", ["put", "patch", "delete"])  # GET lists them (tests/conversions/test_read.py)
 def test_wrong_method_is_405(api, acme_token, method):
     resp = getattr(api, method)(URL, HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}")
     assert_api_error(resp, 405, "method not allowed")

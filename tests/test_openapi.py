@@ -72,6 +72,7 @@ def test_every_v1_operation_is_described():
     paths = committed_schema()["paths"]
     assert {(path, method) for path, item in paths.items() for method in item} == {
         (CONVERSIONS, "post"),
+        (CONVERSIONS, "get"),
         (LEADS, "post"),
         (BROWSER, "post"),
         (BROWSER, "options"),
@@ -226,6 +227,17 @@ SCENARIOS = {
         "500": ("conversions.api.origin_allowed_anywhere", None),
         "503": ("conversions.api.origin_allowed_anywhere", None, OperationalError),
     },
+    (CONVERSIONS, "get"): {
+        "200": lambda api, w: api.get(CONVERSIONS, {"limit": 1}, token=w["token"]),
+        "400": lambda api, w: api.get(CONVERSIONS + "?event=%00", token=w["token"]),
+        "401": lambda api, w: api.get(CONVERSIONS),
+        "403": lambda api, w: api.get(CONVERSIONS, token=api_token_create(
+            workspace=w["workspace"], name="writer", scopes=["conversions:write"]).secret),
+        "422": lambda api, w: api.get(CONVERSIONS, {"limit": "500"}, token=w["token"]),
+        "429": lambda api, w: _get_twice(api, w),
+        "500": ("conversions.api.conversions_page", None),
+        "503": ("conversions.api.conversions_page", None, OperationalError),
+    },
     (EMAIL_EVENTS, "post"): {
         "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),
         **_common(EMAIL_EVENTS, _event, lambda w: {"type": "delivered", "email": "ada@example.com"}),
@@ -234,6 +246,12 @@ SCENARIOS = {
         "503": ("campaigns.api.email_event_record", _event, OperationalError),
     },
 }
+
+
+def _get_twice(api, w):
+    with override_settings(RATELIMIT_READ_TOKEN="1/m"):
+        api.get(CONVERSIONS, token=w["token"])
+        return api.get(CONVERSIONS, token=w["token"])
 
 
 def _options_twice(api):
@@ -280,6 +298,8 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
         monkeypatch.setattr(target, explode)
         if method == "options":
             resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
+        elif method == "get":
+            resp = api.get(path, token=world["token"])
         else:
             resp = _post(api, world, path.replace("{slug}", "spring"), body_of(world))
     else:

@@ -29,12 +29,13 @@ class BearerTokenAuthentication(BaseAuthentication):
 
 
 class HasWorkspaceToken(BasePermission):
-    """A workspace's token, allowed the view's `required_scope` (403 `forbidden` otherwise)."""
+    """A workspace's token, allowed the scope the view names for its action in `required_scopes` (403
+    `forbidden` otherwise)."""
 
     def has_permission(self, request, view) -> bool:
         if not isinstance(request.auth, ApiToken):
             return False
-        scope = getattr(view, "required_scope", None)
+        scope = getattr(view, "required_scopes", {}).get(getattr(view, "action", None))
         if scope is not None and not request.auth.allows(scope):
             raise PermissionDenied()
         return True
