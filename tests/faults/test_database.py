@@ -85,7 +85,11 @@ def test_the_redirect_keeps_redirecting_without_the_database(proxied_gunicorn, a
     finally:
         proxy.thaw()
     time.sleep(1)
-    assert Click.objects.count() == 2  # the clicks made while the database answered, and only those
+    # The clicks made while the database answered; and the frozen one's, if its statement was on its way
+    # (the redirect is one statement): PostgreSQL runs it on thawing. A real visit counted either way,
+    # and its id was never handed out (the visitor got the bare destination), so no conversion names it.
+    assert Click.objects.count() in (2, 3)
+    assert set(Click.objects.values_list("link_id", flat=True)) == {link.pk}
 
 
 def test_an_outage_logs_one_line_per_failure_and_no_traceback(proxied_gunicorn, sale):
