@@ -30,3 +30,11 @@ def suppression_by_email(*, workspace_id: int, email: str) -> Suppression | None
     if not email:
         return None
     return Suppression.objects.filter(workspace_id=workspace_id, email=email.lower()).first()
+
+
+def suppressions_by_email(*, workspace_id: int, emails: list[str]) -> dict[str, Suppression]:
+    """The workspace's suppressions of these addresses, by lower-cased address (one query)."""
+    wanted = {email.lower() for email in emails if email}
+    if not wanted:
+        return {}
+    return {s.email: s for s in Suppression.objects.filter(workspace_id=workspace_id, email__in=wanted)}

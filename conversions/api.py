@@ -1,10 +1,6 @@
 """POST and GET /api/v1/conversions, and the pixel's POST /api/v1/browser/conversions (docs/api.md)."""
-from base64 import urlsafe_b64decode, urlsafe_b64encode
-from datetime import timezone
-
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -32,6 +28,8 @@ from conversions.services import (
 )
 from lftrack.api import (
     BIGINT_MAX,
+    PAGE_ERRORS,
+    READ_LIMITS,
     JSONObjectField,
     JSONObjectParser,
     PlainTextJSONParser,
@@ -42,11 +40,15 @@ from lftrack.api import (
     StrictURLField,
     iso_utc,
     optional,
+    page_out,
+    page_position,
     parse,
+    query_int,
+    query_time,
     request_json,
 )
 from lftrack.errors import Forbidden, Unprocessable
-from lftrack.openapi import PagedAutoSchema, error_response_object, error_responses, string_messages
+from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_response_object, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
@@ -159,58 +161,11 @@ def conversion_read_out(conversion: ConversionEvent) -> dict:
     }
 
 
-PAGE_LIMIT_MAX = 100
 READ_ERRORS = [
     "invalid event", "link_id must be an integer", "customer_id must be an integer",
     "since must be an ISO 8601 time with an offset", "until must be an ISO 8601 time with an offset",
-    f"limit must be 1 to {PAGE_LIMIT_MAX}", "invalid cursor",
+    *PAGE_ERRORS,
 ]
-
-
-def _query_int(params, name: str, low: int = 1, high: int = BIGINT_MAX) -> int | None:
-    raw = params.get(name)
-    if raw is None:
-        return None
-    if not raw.isdigit() or not low <= int(raw) <= high:
-        raise Unprocessable(f"{name} must be an integer" if name != "limit" else f"limit must be 1 to {PAGE_LIMIT_MAX}")
-    return int(raw)
-
-
-def _query_time(params, name: str):
-    """The query parameter as an aware time in UTC; None when absent or not one."""
-    raw = params.get(name)
-    if raw is None:
-        return None
-    try:  # a "+" of an offset arrives as a space when the caller did not encode it
-        moment = parse_datetime(raw.replace(" ", "+"))
-        # In UTC: PostgreSQL refuses offsets past 15:59, which Python parses.
-        return moment.astimezone(timezone.utc) if moment is not None and moment.tzinfo is not None else None
-    except (ValueError, OverflowError):
-        return None
-
-
-def _query_time_or_422(params, name: str):
-    if params.get(name) is None:
-        return None
-    moment = _query_time(params, name)
-    if moment is None:
-        raise Unprocessable(f"{name} must be an ISO 8601 time with an offset")
-    return moment
-
-
-def cursor_encode(conversion: ConversionEvent) -> str:
-    return urlsafe_b64encode(f"{conversion.occurred_at.isoformat()}|{conversion.pk}".encode()).decode().rstrip("=")
-
-
-def cursor_decode(raw: str) -> tuple:
-    try:
-        occurred_at, pk = urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode().split("|")
-        moment = _query_time({"at": occurred_at}, "at")
-        if moment is None or not pk.isdigit() or int(pk) > BIGINT_MAX:
-            raise ValueError
-        return moment, int(pk)
-    except (ValueError, UnicodeDecodeError):
-        raise Unprocessable("invalid cursor") from None
 
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -243,8 +198,6 @@ CONVERSION_ERRORS = [
 ]
 
 
-# Reads (GET) per token, and per address counting refused credentials too, as for the writes.
-READ_LIMITS = (Limit("reads-token", token_key, "RATELIMIT_READ_TOKEN"), Limit("reads-ip", ip_key, "RATELIMIT_READ_IP"))
 CONVERSION_LIMITS = (
     Limit("conversions-token", token_key, "RATELIMIT_CONVERSIONS_TOKEN"),
     Limit("conversions-ip", ip_key, "RATELIMIT_CONVERSIONS_IP"),
@@ -268,8 +221,7 @@ class ConversionViewSet(viewsets.ViewSet):
             OpenApiParameter("customer_id", int, description="Only the events of this customer."),
             OpenApiParameter("since", OpenApiTypes.DATETIME, description="Events at or after this time (with an offset)."),
             OpenApiParameter("until", OpenApiTypes.DATETIME, description="Events before this time (with an offset)."),
-            OpenApiParameter("limit", int, description=f"Events per page, 1 to {PAGE_LIMIT_MAX}; 50 by default."),
-            OpenApiParameter("cursor", str, description="The `next` of the previous page."),
+            *PAGE_PARAMETERS,
         ],
         responses={
             200: OpenApiResponse(ConversionPageOut, description="A page of events."),
@@ -284,16 +236,14 @@ class ConversionViewSet(viewsets.ViewSet):
             raise Unprocessable("invalid event")
         filters = {
             "event": event,
-            "link_id": _query_int(params, "link_id"),
-            "customer_id": _query_int(params, "customer_id"),
-            "since": _query_time_or_422(params, "since"),
-            "until": _query_time_or_422(params, "until"),
+            "link_id": query_int(params, "link_id"),
+            "customer_id": query_int(params, "customer_id"),
+            "since": query_time(params, "since"),
+            "until": query_time(params, "until"),
         }
-        limit = _query_int(params, "limit", high=PAGE_LIMIT_MAX) or 50
-        after = cursor_decode(params["cursor"]) if params.get("cursor") else None
+        limit, after = page_position(params)
         page = conversions_page(workspace_id=request.auth.workspace_id, filters=filters, after=after, limit=limit + 1)
-        data, more = page[:limit], len(page) > limit
-        return Response({"data": [conversion_read_out(c) for c in data], "next": cursor_encode(data[-1]) if more else None})
+        return Response(page_out(page, limit, conversion_read_out, at=lambda c: c.occurred_at))
 
     @extend_schema(
         operation_id="conversion_create",

@@ -1,5 +1,6 @@
 """Reads of conversion events that the back office and the API share."""
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from conversions.models import ConversionEvent
 from customers.models import Customer
@@ -32,3 +33,19 @@ def conversions_page(
     return list(
         events.select_related("customer").annotate(click_key=F("click__click_id")).order_by("-occurred_at", "-pk")[:limit]
     )
+
+
+def customer_totals(*, customer_ids: list[int]) -> dict[int, dict]:
+    """Leads, sales and revenue (cents) of each customer, by id (one query; the (customer, -occurred_at) index)."""
+    rows = (
+        ConversionEvent.objects.filter(customer_id__in=customer_ids)
+        .values("customer_id")
+        .annotate(
+            leads=Count("pk", filter=Q(event="lead")),
+            sales=Count("pk", filter=Q(event="sale")),
+            revenue_cents=Coalesce(Sum("value_cents", filter=Q(event="sale")), 0),
+        )
+    )
+    empty = {"leads": 0, "sales": 0, "revenue_cents": 0}
+    found = {row.pop("customer_id"): row for row in rows}
+    return {pk: found.get(pk, empty) for pk in customer_ids}

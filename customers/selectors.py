@@ -1,5 +1,5 @@
 """Reads of contacts that the services, the commands and the back office share."""
-from django.db.models import QuerySet, Value
+from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 
 from customers.models import Customer, CustomerActivity
@@ -27,3 +27,31 @@ def customer_activity(*, customer: Customer) -> QuerySet:
         .select_related("other_customer")
         .order_by("created_at", "pk")
     )
+
+
+def customers_page(*, workspace_id: int, filters: dict, after: tuple | None, limit: int) -> list[Customer]:
+    """GET /api/v1/customers: the workspace's contacts newest first (created_at, then id), `limit` of them
+    after the keyset `after` = (created_at, id). `filters`: email (any letter case, the unique index),
+    external_id (exact), search (a substring of email, name or external id, the trigram indexes)."""
+    contacts = Customer.objects.filter(workspace_id=workspace_id)
+    if filters.get("email"):
+        contacts = contacts.alias(email_lower=Lower("email")).filter(email_lower=Lower(Value(filters["email"])))
+    if filters.get("external_id"):
+        contacts = contacts.filter(external_id=filters["external_id"])
+    if filters.get("search"):
+        term = filters["search"]
+        contacts = contacts.filter(Q(email__icontains=term) | Q(name__icontains=term) | Q(external_id__icontains=term))
+    if after is not None:
+        created_at, pk = after
+        contacts = contacts.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+    return list(contacts.order_by("-created_at", "-pk")[:limit])
+
+
+def customer_by_reference(*, workspace_id: int, reference: str) -> Customer | None:
+    """`12` (our id) or `ext_<external_id>` (the integrator's own id), in this workspace only."""
+    if reference.startswith("ext_"):
+        external_id = reference.removeprefix("ext_")
+        return Customer.objects.filter(workspace_id=workspace_id, external_id=external_id).exclude(external_id="").first()
+    if not reference.isdigit() or int(reference) > 2**63 - 1:
+        return None
+    return Customer.objects.filter(workspace_id=workspace_id, pk=int(reference)).first()

@@ -2,17 +2,20 @@
 import json
 import math
 import threading
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from datetime import timezone as dt_timezone
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator, validate_email
+from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
 
 from lftrack.errors import Unprocessable, first_message
+from lftrack.ratelimit import Limit, ip_key, token_key
 
 BIGINT_MAX = 2**63 - 1
 
@@ -273,3 +276,69 @@ def iso_utc(moment) -> str:
 def optional(value: str | None) -> str | None:
     """Absent optional strings are stored empty and answered as null (docs/api.md)."""
     return value or None
+
+
+# ---------------------------------------------------------------------------------------------
+# The read API's pages (GET /api/v1/conversions, /customers): query parameters, keyset cursors, limits.
+
+# Reads per token, and per address counting refused credentials too, as for the writes.
+READ_LIMITS = (Limit("reads-token", token_key, "RATELIMIT_READ_TOKEN"), Limit("reads-ip", ip_key, "RATELIMIT_READ_IP"))
+PAGE_LIMIT_MAX = 100
+PAGE_ERRORS = [f"limit must be 1 to {PAGE_LIMIT_MAX}", "invalid cursor"]
+
+
+def query_int(params, name: str, *, high: int = BIGINT_MAX) -> int | None:
+    """A positive integer query parameter; None when absent; 422 `<name> must be an integer` otherwise."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= high:
+        raise Unprocessable(f"{name} must be an integer")
+    return int(raw)
+
+
+def _aware_utc(raw: str):
+    """An ISO 8601 time with an offset, in UTC (PostgreSQL refuses offsets past 15:59, which Python reads);
+    None for anything else. A "+" arrives as a space when the caller did not encode it."""
+    try:
+        moment = parse_datetime(raw.replace(" ", "+"))
+        return moment.astimezone(dt_timezone.utc) if moment is not None and moment.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def query_time(params, name: str):
+    """A time query parameter; None when absent; 422 `<name> must be an ISO 8601 time with an offset` otherwise."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    moment = _aware_utc(raw)
+    if moment is None:
+        raise Unprocessable(f"{name} must be an ISO 8601 time with an offset")
+    return moment
+
+
+def page_position(params) -> tuple[int, tuple | None]:
+    """(limit, keyset after which the page starts) from `limit` (1 to 100, 50) and `cursor`."""
+    raw = params.get("limit")
+    if raw is not None and (not raw.isdigit() or not 1 <= int(raw) <= PAGE_LIMIT_MAX):
+        raise Unprocessable(f"limit must be 1 to {PAGE_LIMIT_MAX}")
+    cursor = params.get("cursor")
+    if not cursor:
+        return int(raw or 50), None
+    try:
+        moment, pk = urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
+        after = (_aware_utc(moment), int(pk))
+        if after[0] is None or not pk.isdigit() or after[1] > BIGINT_MAX:
+            raise ValueError
+    except (ValueError, UnicodeDecodeError):
+        raise Unprocessable("invalid cursor") from None
+    return int(raw or 50), after
+
+
+def page_out(rows: list, limit: int, item_out, *, at) -> dict:
+    """`{"data": [...], "next": cursor | null}` from `limit` + 1 rows; `at(row)` is the row's keyset time."""
+    data, more = rows[:limit], len(rows) > limit
+    last = data[-1] if more else None
+    cursor = None if last is None else urlsafe_b64encode(f"{at(last).isoformat()}|{last.pk}".encode()).decode().rstrip("=")
+    return {"data": [item_out(row) for row in data], "next": cursor}

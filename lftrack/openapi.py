@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSe
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_examples_list
 from drf_spectacular.renderers import OpenApiJsonRenderer2
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema_serializer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
@@ -302,3 +302,10 @@ class PagedAutoSchema(AutoSchema):
 
     def _is_list_view(self, serializer=None) -> bool:
         return False
+
+
+# The read API's paging parameters (lftrack/api.py, page_position).
+PAGE_PARAMETERS = [
+    OpenApiParameter("limit", int, description="Items per page, 1 to 100; 50 by default."),
+    OpenApiParameter("cursor", str, description="The `next` of the previous page."),
+]

@@ -7,6 +7,7 @@ from campaigns.api import CampaignLeadViewSet, EmailEventViewSet
 from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
+from conversions.customers_api import CustomerViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
@@ -19,6 +20,7 @@ router.register("browser/conversions", BrowserConversionViewSet, basename="brows
 # Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
 router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
 router.register("email-events", EmailEventViewSet, basename="email-event")
+router.register("customers", CustomerViewSet, basename="customer")
 
 urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),

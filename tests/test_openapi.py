@@ -28,6 +28,8 @@ CONVERSIONS = "/api/v1/conversions"
 LEADS = "/api/v1/campaigns/{slug}/leads"
 BROWSER = "/api/v1/browser/conversions"
 EMAIL_EVENTS = "/api/v1/email-events"
+CUSTOMERS = "/api/v1/customers"
+CUSTOMER = "/api/v1/customers/{id}"
 SHOP = "https://shop.acme.example"
 
 
@@ -77,6 +79,8 @@ def test_every_v1_operation_is_described():
         (BROWSER, "post"),
         (BROWSER, "options"),
         (EMAIL_EVENTS, "post"),
+        (CUSTOMERS, "get"),
+        (CUSTOMER, "get"),
     }
 
 
@@ -192,6 +196,37 @@ def _common(path, body_of, bad_422, *, auth=True):
     return scenarios
 
 
+def _get_twice(api, w, path=CONVERSIONS):
+    with override_settings(RATELIMIT_READ_TOKEN="1/m"):
+        api.get(path, token=w["token"])
+        return api.get(path, token=w["token"])
+
+
+def _writer(w) -> str:
+    """A token whose scopes leave reading out."""
+    return api_token_create(workspace=w["workspace"], name="writer", scopes=["conversions:write"]).secret
+
+
+def _customer_path(w) -> str:
+    return CUSTOMER.replace("{id}", str(w["enrolled"].customer_id))
+
+
+def _reads(path_of, bad_422=None, *, breaks: str) -> dict:
+    """The statuses every read answers the same way; `breaks` is the selector a 500 or 503 scenario breaks."""
+    scenarios = {
+        "200": lambda api, w: api.get(path_of(w), token=w["token"]),
+        "400": lambda api, w: api.get(path_of(w) + "?x=%00", token=w["token"]),
+        "401": lambda api, w: api.get(path_of(w)),
+        "403": lambda api, w: api.get(path_of(w), token=_writer(w)),
+        "429": lambda api, w: _get_twice(api, w, path_of(w)),
+        "500": (breaks, None),
+        "503": (breaks, None, OperationalError),
+    }
+    if bad_422 is not None:
+        scenarios["422"] = lambda api, w: api.get(path_of(w), bad_422, token=w["token"])
+    return scenarios
+
+
 SCENARIOS = {
     (CONVERSIONS, "post"): {
         "201": lambda api, w: _post(api, w, CONVERSIONS, _conversion(w)),
@@ -227,16 +262,11 @@ SCENARIOS = {
         "500": ("conversions.api.origin_allowed_anywhere", None),
         "503": ("conversions.api.origin_allowed_anywhere", None, OperationalError),
     },
-    (CONVERSIONS, "get"): {
-        "200": lambda api, w: api.get(CONVERSIONS, {"limit": 1}, token=w["token"]),
-        "400": lambda api, w: api.get(CONVERSIONS + "?event=%00", token=w["token"]),
-        "401": lambda api, w: api.get(CONVERSIONS),
-        "403": lambda api, w: api.get(CONVERSIONS, token=api_token_create(
-            workspace=w["workspace"], name="writer", scopes=["conversions:write"]).secret),
-        "422": lambda api, w: api.get(CONVERSIONS, {"limit": "500"}, token=w["token"]),
-        "429": lambda api, w: _get_twice(api, w),
-        "500": ("conversions.api.conversions_page", None),
-        "503": ("conversions.api.conversions_page", None, OperationalError),
+    (CONVERSIONS, "get"): _reads(lambda w: CONVERSIONS, {"limit": "500"}, breaks="conversions.api.conversions_page"),
+    (CUSTOMERS, "get"): _reads(lambda w: CUSTOMERS, {"limit": "0"}, breaks="conversions.customers_api.customers_page"),
+    (CUSTOMER, "get"): {
+        **_reads(_customer_path, breaks="conversions.customers_api.customer_by_reference"),
+        "404": lambda api, w: api.get(CUSTOMER.replace("{id}", "ext_nobody"), token=w["token"]),
     },
     (EMAIL_EVENTS, "post"): {
         "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),
@@ -246,12 +276,6 @@ SCENARIOS = {
         "503": ("campaigns.api.email_event_record", _event, OperationalError),
     },
 }
-
-
-def _get_twice(api, w):
-    with override_settings(RATELIMIT_READ_TOKEN="1/m"):
-        api.get(CONVERSIONS, token=w["token"])
-        return api.get(CONVERSIONS, token=w["token"])
 
 
 def _options_twice(api):
@@ -299,7 +323,7 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
         if method == "options":
             resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
         elif method == "get":
-            resp = api.get(path, token=world["token"])
+            resp = api.get(_customer_path(world) if path == CUSTOMER else path, token=world["token"])
         else:
             resp = _post(api, world, path.replace("{slug}", "spring"), body_of(world))
     else:
@@ -311,7 +335,8 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
 
 
 def assert_conforms(openapi, path: str, method: str, resp) -> None:
-    case = openapi[path][method.upper()].Case(path_parameters={"slug": "spring"} if "{slug}" in path else None)
+    parameters = {"slug": "spring"} if "{slug}" in path else {"id": "1"} if "{id}" in path else None
+    case = openapi[path][method.upper()].Case(path_parameters=parameters)
     case.validate_response(
         as_schemathesis_response(resp),
         checks=[status_code_conformance, content_type_conformance, response_headers_conformance, response_schema_conformance],

@@ -1,0 +1,128 @@
+"""GET /api/v1/customers and GET /api/v1/customers/{id} (docs/api.md): the workspace's contacts as an
+integrator reads them back, with their totals and suppression. Here, not in `customers`, because the
+totals are conversions' and suppression is campaigns' (the apps import one way: README, "Layout")."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, viewsets
+from rest_framework.response import Response
+
+from campaigns.models import Suppression
+from campaigns.selectors import suppressions_by_email
+from conversions.selectors import customer_totals
+from customers.models import Customer
+from customers.selectors import customer_by_reference, customers_page
+from lftrack.api import PAGE_ERRORS, READ_LIMITS, iso_utc, optional, page_out, page_position
+from lftrack.errors import NotFound, Unprocessable
+from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses
+from lftrack.ratelimit import rate_limit
+
+SEARCH_MAX = 200
+
+
+class TotalsOut(serializers.Serializer):
+    leads = serializers.IntegerField()
+    sales = serializers.IntegerField()
+    revenue_cents = serializers.IntegerField()
+
+
+class SuppressionOut(serializers.Serializer):
+    reason = serializers.ChoiceField(choices=Suppression.Reason.choices)
+    since = serializers.DateTimeField()
+
+
+@extend_schema_serializer(component_name="Customer")
+class CustomerOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    avatar_url = serializers.CharField(allow_null=True)
+    external_id = serializers.CharField(allow_null=True)
+    source = serializers.ChoiceField(choices=Customer.Channel.choices, help_text="How they came in.")
+    created_at = serializers.DateTimeField()
+    totals = TotalsOut()
+    suppressed = SuppressionOut(allow_null=True, help_text="Null unless the address may not be emailed.")
+
+
+@extend_schema_serializer(component_name="CustomerPage")
+class CustomerPageOut(serializers.Serializer):
+    data = CustomerOut(many=True)
+    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+
+
+def customers_out(customers: list[Customer], workspace_id: int) -> dict[int, dict]:
+    """Each contact's answer, by id: two queries for the whole page (totals, suppressions)."""
+    totals = customer_totals(customer_ids=[c.pk for c in customers])
+    suppressions = suppressions_by_email(workspace_id=workspace_id, emails=[c.email for c in customers])
+    out = {}
+    for c in customers:
+        suppression = suppressions.get(c.email.lower()) if c.email else None
+        out[c.pk] = {
+            "id": c.pk,
+            "email": optional(c.email),
+            "name": optional(c.name),
+            "avatar_url": optional(c.avatar_url),
+            "external_id": optional(c.external_id),
+            "source": c.source,
+            "created_at": iso_utc(c.created_at),
+            "totals": totals[c.pk],
+            "suppressed": None if suppression is None else {
+                "reason": suppression.reason, "since": iso_utc(suppression.created_at)
+            },
+        }
+    return out
+
+
+class CustomerViewSet(viewsets.ViewSet):
+    required_scopes = {"list": "read", "retrieve": "read"}  # workspaces/auth.py
+    schema = PagedAutoSchema()
+    lookup_value_regex = "[^/]+"  # our id, or ext_ and the integrator's own, which may hold dots
+
+    @extend_schema(
+        operation_id="customer_list",
+        summary="List or find customers",
+        description="The workspace's customers, newest first, a page at a time (pass `next` as `cursor`). "
+        "`email` finds one by address in any letter case, `external_id` by your own id, `search` matches a part "
+        "of the email, name or external id. Limits: 600 requests a minute per token and per client address.",
+        tags=["customers"],
+        parameters=[
+            OpenApiParameter("email", str, description="The address, in any letter case."),
+            OpenApiParameter("external_id", str, description="Your own id of the customer."),
+            OpenApiParameter("search", str, description=f"A part of the email, name or external id (at most {SEARCH_MAX} characters)."),
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: OpenApiResponse(CustomerPageOut, description="A page of customers."),
+            **error_responses(400, 401, 403, 422, 429, 500, 503, e422=["search is too long", *PAGE_ERRORS]),
+        },
+    )
+    @rate_limit(*READ_LIMITS)
+    def list(self, request) -> Response:
+        params = request.query_params
+        filters = {name: params.get(name) for name in ("email", "external_id", "search")}
+        if len(filters["search"] or "") > SEARCH_MAX:
+            raise Unprocessable("search is too long")
+        limit, after = page_position(params)
+        workspace_id = request.auth.workspace_id
+        rows = customers_page(workspace_id=workspace_id, filters=filters, after=after, limit=limit + 1)
+        answers = customers_out(rows[:limit], workspace_id)
+        return Response(page_out(rows, limit, lambda c: answers[c.pk], at=lambda c: c.created_at))
+
+    @extend_schema(
+        operation_id="customer_retrieve",
+        summary="Read a customer",
+        description="By our id, or by yours as `ext_<external_id>`. Another workspace's customer is 404, as one "
+        "that does not exist.",
+        tags=["customers"],
+        parameters=[OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")],
+        responses={
+            200: OpenApiResponse(CustomerOut, description="The customer."),
+            **error_responses(400, 401, 403, 404, 429, 500, 503, e404=["unknown customer"]),
+        },
+    )
+    @rate_limit(*READ_LIMITS)
+    def retrieve(self, request, pk: str) -> Response:
+        workspace_id = request.auth.workspace_id
+        customer = customer_by_reference(workspace_id=workspace_id, reference=pk)
+        if customer is None:
+            raise NotFound("unknown customer")
+        return Response(customers_out([customer], workspace_id)[customer.pk])
