@@ -1,13 +1,34 @@
-"""POST /api/v1/campaigns/<slug>/leads and POST /api/v1/email-events (bounces and complaints)."""
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
+"""POST /api/v1/campaigns/<slug>/leads, GET /api/v1/campaigns/<slug>/enrollments and POST /api/v1/email-events
+(bounces and complaints)."""
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
 from campaigns.complaints import EVENT_TYPES, email_event_record
 from campaigns.models import Enrollment, Suppression
+from campaigns.selectors import enrollments_page
 from campaigns.services import LeadOutcome, LeadResult, campaign_get, campaign_lead_add
-from lftrack.api import StrictCharField, StrictChoiceField, StrictEmailField, iso_utc, optional, parse, request_json
-from lftrack.openapi import error_responses, string_messages
+from lftrack.api import (
+    PAGE_ERRORS,
+    READ_LIMITS,
+    StrictCharField,
+    StrictChoiceField,
+    StrictEmailField,
+    iso_utc,
+    optional,
+    page_out,
+    page_position,
+    parse,
+    request_json,
+)
+from lftrack.errors import Unprocessable
+from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
 
 # Every request counts, whatever its outcome (docs/api.md, rate limits).
@@ -134,6 +155,76 @@ class CampaignLeadViewSet(viewsets.ViewSet):
             channel="api",
         )
         return Response(lead_out(result), status=_STATUS[result.outcome])
+
+
+class RecipientContactOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    external_id = serializers.CharField(allow_null=True)
+
+
+@extend_schema_serializer(component_name="Recipient")
+class RecipientOut(serializers.Serializer):
+    """An enrollment as the read API shows it: who, in which state, what went last and what goes next."""
+
+    id = serializers.IntegerField()
+    contact = RecipientContactOut()
+    state = serializers.ChoiceField(choices=Enrollment.State.choices)
+    enrolled_at = serializers.DateTimeField()
+    next_send_at = serializers.DateTimeField(allow_null=True)
+    last_sent_position = serializers.IntegerField(help_text="The step sent last; 0 before the first.")
+    last_sent_at = serializers.DateTimeField(allow_null=True)
+
+
+@extend_schema_serializer(component_name="RecipientPage")
+class RecipientPageOut(serializers.Serializer):
+    data = RecipientOut(many=True)
+    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+
+
+def recipient_out(enrollment: Enrollment) -> dict:
+    contact = enrollment.customer
+    return {
+        **enrollment_out(enrollment),
+        "contact": {"id": contact.pk, "email": optional(contact.email), "name": optional(contact.name),
+                    "external_id": optional(contact.external_id)},
+        "last_sent_position": enrollment.last_sent_position,
+        "last_sent_at": iso_utc(enrollment.last_sent_at) if enrollment.last_sent_at else None,
+    }
+
+
+class CampaignEnrollmentViewSet(viewsets.ViewSet):
+    """GET /api/v1/campaigns/<slug>/enrollments: a campaign's recipients, newest first."""
+
+    required_scopes = {"list": "read"}  # workspaces/auth.py
+    schema = PagedAutoSchema()
+
+    @extend_schema(
+        operation_id="campaign_enrollment_list",
+        summary="List a campaign's recipients",
+        description="Its enrollments, newest first, a page at a time (pass `next` as `cursor`), optionally in one "
+        "`state`. Limits: 600 requests a minute per token and per client address.",
+        tags=["campaigns"],
+        parameters=[
+            OpenApiParameter("state", str, enum=Enrollment.State.values, description="Only enrollments in this state."),
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: OpenApiResponse(RecipientPageOut, description="A page of recipients."),
+            **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e404=["unknown campaign"],
+                              e422=["invalid state", *PAGE_ERRORS]),
+        },
+    )
+    @rate_limit(*READ_LIMITS)
+    def list(self, request, slug: str) -> Response:
+        state = request.query_params.get("state")
+        if state is not None and state not in Enrollment.State.values:
+            raise Unprocessable("invalid state")
+        limit, after = page_position(request.query_params)
+        campaign = campaign_get(workspace=request.auth.workspace, slug=slug)
+        rows = enrollments_page(campaign=campaign, state=state, after=after, limit=limit + 1)
+        return Response(page_out(rows, limit, recipient_out, at=lambda e: e.enrolled_at))
 
 
 class EmailEventInput(serializers.Serializer):

@@ -1,5 +1,5 @@
 """Reads of enrollments and suppressions that the services, the commands and the back office share."""
-from django.db.models import QuerySet, Value
+from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 
 from campaigns.models import Campaign, Enrollment, Suppression
@@ -38,3 +38,15 @@ def suppressions_by_email(*, workspace_id: int, emails: list[str]) -> dict[str, 
     if not wanted:
         return {}
     return {s.email: s for s in Suppression.objects.filter(workspace_id=workspace_id, email__in=wanted)}
+
+
+def enrollments_page(*, campaign: Campaign, state: str | None, after: tuple | None, limit: int) -> list[Enrollment]:
+    """GET /api/v1/campaigns/<slug>/enrollments: newest first (enrolled_at, then id), `limit` of them after
+    the keyset `after`, with their contact; the (campaign, -enrolled_at, -id) index serves it."""
+    enrollments = Enrollment.objects.filter(campaign=campaign)
+    if state is not None:
+        enrollments = enrollments.filter(state=state)
+    if after is not None:
+        enrolled_at, pk = after
+        enrollments = enrollments.filter(Q(enrolled_at__lt=enrolled_at) | Q(enrolled_at=enrolled_at, pk__lt=pk))
+    return list(enrollments.select_related("customer").order_by("-enrolled_at", "-pk")[:limit])

@@ -3,7 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from campaigns.api import CampaignLeadViewSet, EmailEventViewSet
+from campaigns.api import CampaignEnrollmentViewSet, CampaignLeadViewSet, EmailEventViewSet
 from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
@@ -19,6 +19,7 @@ router.register("conversions", ConversionViewSet, basename="conversion")
 router.register("browser/conversions", BrowserConversionViewSet, basename="browser-conversion")
 # Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
 router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
+router.register(r"campaigns/(?P<slug>[^/]+)/enrollments", CampaignEnrollmentViewSet, basename="campaign-enrollment")
 router.register("email-events", EmailEventViewSet, basename="email-event")
 router.register("customers", CustomerViewSet, basename="customer")
 

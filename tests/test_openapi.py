@@ -29,6 +29,7 @@ LEADS = "/api/v1/campaigns/{slug}/leads"
 BROWSER = "/api/v1/browser/conversions"
 EMAIL_EVENTS = "/api/v1/email-events"
 CUSTOMERS = "/api/v1/customers"
+ENROLLMENTS = "/api/v1/campaigns/{slug}/enrollments"
 CUSTOMER = "/api/v1/customers/{id}"
 SHOP = "https://shop.acme.example"
 
@@ -81,6 +82,7 @@ def test_every_v1_operation_is_described():
         (EMAIL_EVENTS, "post"),
         (CUSTOMERS, "get"),
         (CUSTOMER, "get"),
+        (ENROLLMENTS, "get"),
     }
 
 
@@ -264,6 +266,11 @@ SCENARIOS = {
     },
     (CONVERSIONS, "get"): _reads(lambda w: CONVERSIONS, {"limit": "500"}, breaks="conversions.api.conversions_page"),
     (CUSTOMERS, "get"): _reads(lambda w: CUSTOMERS, {"limit": "0"}, breaks="conversions.customers_api.customers_page"),
+    (ENROLLMENTS, "get"): {
+        **_reads(lambda w: ENROLLMENTS.replace("{slug}", "spring"), {"state": "gone"},
+                 breaks="campaigns.api.enrollments_page"),
+        "404": lambda api, w: api.get(ENROLLMENTS.replace("{slug}", "nope"), token=w["token"]),
+    },
     (CUSTOMER, "get"): {
         **_reads(_customer_path, breaks="conversions.customers_api.customer_by_reference"),
         "404": lambda api, w: api.get(CUSTOMER.replace("{id}", "ext_nobody"), token=w["token"]),
@@ -323,7 +330,8 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
         if method == "options":
             resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
         elif method == "get":
-            resp = api.get(_customer_path(world) if path == CUSTOMER else path, token=world["token"])
+            target_path = _customer_path(world) if path == CUSTOMER else path.replace("{slug}", "spring")
+            resp = api.get(target_path, token=world["token"])
         else:
             resp = _post(api, world, path.replace("{slug}", "spring"), body_of(world))
     else:
