@@ -1,17 +1,20 @@
-"""GET /api/v1/customers and GET /api/v1/customers/{id} (docs/api.md): the workspace's contacts as an
+"""GET /api/v1/customers, /customers/{id} and /customers/{id}/activity (docs/api.md): the workspace's contacts as an
 integrator reads them back, with their totals and suppression. Here, not in `customers`, because the
 totals are conversions' and suppression is campaigns' (the apps import one way: README, "Layout")."""
+from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from campaigns.models import Suppression
+from campaigns.models import Enrollment, Suppression
 from campaigns.selectors import suppressions_by_email
+from conversions.models import ConversionEvent
 from conversions.selectors import customer_totals
-from customers.models import Customer
+from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_reference, customers_page
-from lftrack.api import PAGE_ERRORS, READ_LIMITS, iso_utc, optional, page_out, page_position
+from lftrack.api import PAGE_ERRORS, READ_LIMITS, cursor_encode, iso_utc, optional, page_out, page_position
 from lftrack.errors import NotFound, Unprocessable
 from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses
 from lftrack.ratelimit import rate_limit
@@ -72,8 +75,70 @@ def customers_out(customers: list[Customer], workspace_id: int) -> dict[int, dic
     return out
 
 
+@extend_schema_serializer(component_name="ActivityItem")
+class ActivityItemOut(serializers.Serializer):
+    type = serializers.ChoiceField(
+        choices=[*CustomerActivity.Kind.values, "lead", "sale", "enrolled"],
+        help_text="created, email_added, external_id_moved_in / _out (with `other_customer_id`), suppressed, "
+        "lead or sale (a conversion), enrolled (a campaign enrollment, with its state now).",
+    )
+    at = serializers.DateTimeField()
+    detail = serializers.DictField()
+
+
+@extend_schema_serializer(component_name="ActivityPage")
+class ActivityPageOut(serializers.Serializer):
+    data = ActivityItemOut(many=True)
+    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+
+
+def _identity_item(activity: CustomerActivity) -> dict:
+    detail = {"channel": activity.channel}
+    if activity.external_id:
+        detail["external_id"] = activity.external_id
+    if activity.other_customer_id:
+        detail["other_customer_id"] = activity.other_customer_id
+    if activity.kind == CustomerActivity.Kind.SUPPRESSED:
+        detail["reason"] = activity.detail.get("reason")
+    return {"type": activity.kind, "at": activity.created_at, "detail": detail}
+
+
+def _conversion_item(event: ConversionEvent) -> dict:
+    detail = {"id": event.pk, "link_id": event.link_id, "value_cents": event.value_cents, "event_name": event.event_name}
+    return {"type": event.event, "at": event.occurred_at, "detail": detail}
+
+
+def _enrollment_item(enrollment: Enrollment) -> dict:
+    detail = {"id": enrollment.pk, "campaign": enrollment.campaign.slug, "state": enrollment.state}
+    return {"type": "enrolled", "at": enrollment.enrolled_at, "detail": detail}
+
+
+def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) -> tuple[list[dict], tuple | None]:
+    """The contact's identity changes, conversions and enrollments merged newest first, `limit` of them after
+    the keyset `after` = (time, source, id); and the keyset of the last one when more follow. Each source
+    reads at most `limit` + 1 rows through its index on the customer."""
+    sources = [
+        (2, CustomerActivity.objects.filter(customer=customer), "created_at", _identity_item),
+        (1, ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer), "occurred_at",
+         _conversion_item),
+        (0, Enrollment.objects.filter(customer=customer).select_related("campaign"), "enrolled_at", _enrollment_item),
+    ]
+    rows = []
+    for rank, queryset, at, item in sources:
+        if after is not None:
+            moment, after_rank, pk = after
+            older = Q(**{f"{at}__lt": moment})
+            same = Q(**{at: moment}) & (Q(pk__lt=pk) if rank == after_rank else Q() if rank < after_rank else Q(pk__in=[]))
+            queryset = queryset.filter(older | same)
+        for obj in queryset.order_by(f"-{at}", "-pk")[: limit + 1]:
+            rows.append(((getattr(obj, at), rank, obj.pk), item(obj)))
+    rows.sort(key=lambda row: row[0], reverse=True)
+    page = rows[:limit]
+    return [{**entry, "at": iso_utc(entry["at"])} for _, entry in page], (page[-1][0] if len(rows) > limit else None)
+
+
 class CustomerViewSet(viewsets.ViewSet):
-    required_scopes = {"list": "read", "retrieve": "read"}  # workspaces/auth.py
+    required_scopes = {"list": "read", "retrieve": "read", "activity": "read"}  # workspaces/auth.py
     schema = PagedAutoSchema()
     lookup_value_regex = "[^/]+"  # our id, or ext_ and the integrator's own, which may hold dots
 
@@ -106,6 +171,30 @@ class CustomerViewSet(viewsets.ViewSet):
         rows = customers_page(workspace_id=workspace_id, filters=filters, after=after, limit=limit + 1)
         answers = customers_out(rows[:limit], workspace_id)
         return Response(page_out(rows, limit, lambda c: answers[c.pk], at=lambda c: c.created_at))
+
+    @extend_schema(
+        operation_id="customer_activity",
+        summary="A customer's timeline",
+        description="What happened to the customer, newest first, a page at a time (pass `next` as `cursor`): "
+        "creation, an email added, an external id moved in from or out to another customer, suppression, their "
+        "leads and sales, their enrollments.",
+        tags=["customers"],
+        parameters=[OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`."),
+                    *PAGE_PARAMETERS],
+        responses={
+            200: OpenApiResponse(ActivityPageOut, description="A page of the timeline."),
+            **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e404=["unknown customer"], e422=PAGE_ERRORS),
+        },
+    )
+    @action(detail=True, methods=["get"])
+    @rate_limit(*READ_LIMITS)
+    def activity(self, request, pk: str) -> Response:
+        limit, after = page_position(request.query_params, ranked=True)
+        customer = customer_by_reference(workspace_id=request.auth.workspace_id, reference=pk)
+        if customer is None:
+            raise NotFound("unknown customer")
+        data, last = customer_timeline(customer, after=after, limit=limit)
+        return Response({"data": data, "next": None if last is None else cursor_encode(*last)})
 
     @extend_schema(
         operation_id="customer_retrieve",

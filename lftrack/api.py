@@ -318,8 +318,15 @@ def query_time(params, name: str):
     return moment
 
 
-def page_position(params) -> tuple[int, tuple | None]:
-    """(limit, keyset after which the page starts) from `limit` (1 to 100, 50) and `cursor`."""
+def cursor_encode(*keyset) -> str:
+    """A keyset (a time, then integers) as an opaque cursor."""
+    moment, *numbers = keyset
+    return urlsafe_b64encode("|".join([moment.isoformat(), *map(str, numbers)]).encode()).decode().rstrip("=")
+
+
+def page_position(params, *, ranked: bool = False) -> tuple[int, tuple | None]:
+    """(limit, keyset after which the page starts) from `limit` (1 to 100, 50) and `cursor`: (time, id), or
+    (time, rank, id) where rows of several sources are merged."""
     raw = params.get("limit")
     if raw is not None and (not raw.isdigit() or not 1 <= int(raw) <= PAGE_LIMIT_MAX):
         raise Unprocessable(f"limit must be 1 to {PAGE_LIMIT_MAX}")
@@ -327,18 +334,16 @@ def page_position(params) -> tuple[int, tuple | None]:
     if not cursor:
         return int(raw or 50), None
     try:
-        moment, pk = urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
-        after = (_aware_utc(moment), int(pk))
-        if after[0] is None or not pk.isdigit() or after[1] > BIGINT_MAX:
+        moment, *numbers = urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
+        at = _aware_utc(moment)
+        if at is None or len(numbers) != (2 if ranked else 1) or not all(n.isdigit() and int(n) <= BIGINT_MAX for n in numbers):
             raise ValueError
     except (ValueError, UnicodeDecodeError):
         raise Unprocessable("invalid cursor") from None
-    return int(raw or 50), after
+    return int(raw or 50), (at, *map(int, numbers))
 
 
 def page_out(rows: list, limit: int, item_out, *, at) -> dict:
     """`{"data": [...], "next": cursor | null}` from `limit` + 1 rows; `at(row)` is the row's keyset time."""
     data, more = rows[:limit], len(rows) > limit
-    last = data[-1] if more else None
-    cursor = None if last is None else urlsafe_b64encode(f"{at(last).isoformat()}|{last.pk}".encode()).decode().rstrip("=")
-    return {"data": [item_out(row) for row in data], "next": cursor}
+    return {"data": [item_out(row) for row in data], "next": cursor_encode(at(data[-1]), data[-1].pk) if more else None}

@@ -31,6 +31,7 @@ EMAIL_EVENTS = "/api/v1/email-events"
 CUSTOMERS = "/api/v1/customers"
 ENROLLMENTS = "/api/v1/campaigns/{slug}/enrollments"
 CUSTOMER = "/api/v1/customers/{id}"
+ACTIVITY = "/api/v1/customers/{id}/activity"
 SHOP = "https://shop.acme.example"
 
 
@@ -83,6 +84,7 @@ def test_every_v1_operation_is_described():
         (CUSTOMERS, "get"),
         (CUSTOMER, "get"),
         (ENROLLMENTS, "get"),
+        (ACTIVITY, "get"),
     }
 
 
@@ -271,6 +273,11 @@ SCENARIOS = {
                  breaks="campaigns.api.enrollments_page"),
         "404": lambda api, w: api.get(ENROLLMENTS.replace("{slug}", "nope"), token=w["token"]),
     },
+    (ACTIVITY, "get"): {
+        **_reads(lambda w: _customer_path(w) + "/activity", {"cursor": "x"},
+                 breaks="conversions.customers_api.customer_timeline"),
+        "404": lambda api, w: api.get(ACTIVITY.replace("{id}", "ext_nobody"), token=w["token"]),
+    },
     (CUSTOMER, "get"): {
         **_reads(_customer_path, breaks="conversions.customers_api.customer_by_reference"),
         "404": lambda api, w: api.get(CUSTOMER.replace("{id}", "ext_nobody"), token=w["token"]),
@@ -330,7 +337,7 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
         if method == "options":
             resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
         elif method == "get":
-            target_path = _customer_path(world) if path == CUSTOMER else path.replace("{slug}", "spring")
+            target_path = path.replace("{id}", str(world["enrolled"].customer_id)).replace("{slug}", "spring")
             resp = api.get(target_path, token=world["token"])
         else:
             resp = _post(api, world, path.replace("{slug}", "spring"), body_of(world))

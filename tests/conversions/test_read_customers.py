@@ -105,3 +105,44 @@ def test_a_page_costs_the_same_queries_whatever_its_size(api, acme_token, acme, 
         ConversionEventFactory(click=click, customer=CustomerFactory(workspace=acme), event="lead")
     with django_assert_max_num_queries(5):  # token, page, totals, suppressions, last-used
         assert len(api.get(URL, {"limit": 30}, token=acme_token).json()["data"]) == 30
+
+
+def test_a_customers_timeline_newest_first_across_its_sources(api, acme_token, acme, people):
+    from campaigns.services import campaign_lead_add, suppression_add
+    from customers.services import customer_match
+    from tests.factories import CampaignEmailFactory, CampaignFactory
+
+    ada = people[0]
+    spring = CampaignFactory(workspace=acme, slug="spring")
+    CampaignEmailFactory(campaign=spring, position=1)
+    campaign_lead_add(campaign=spring, email="ada@example.com")
+    other = customer_match(workspace=acme, channel="api", email="new@example.com", external_id="user.42").customer
+    suppression_add(workspace=acme, email="ada@example.com", reason="unsubscribed", channel="api")
+
+    timeline = api.get(f"{URL}/ext_user.42/activity", token=acme_token)  # user.42 is the new contact's now
+    assert timeline.status_code == 200
+    assert [item["type"] for item in timeline.json()["data"]][:2] == ["external_id_moved_in", "created"]
+
+    items = api.get(f"{URL}/{ada.pk}/activity", token=acme_token).json()["data"]
+    types = [item["type"] for item in items]
+    assert types[:3] == ["suppressed", "external_id_moved_out", "enrolled"]
+    assert types.count("sale") == 2 and types.count("lead") == 1
+    moved = items[1]["detail"]
+    assert moved["other_customer_id"] == other.pk and moved["external_id"] == "user.42"
+    assert items[2]["detail"]["campaign"] == "spring" and items[0]["detail"]["reason"] == "unsubscribed"
+    times = [item["at"] for item in items]
+    assert times == sorted(times, reverse=True)
+
+    paged, cursor = [], None
+    while True:
+        page = api.get(f"{URL}/{ada.pk}/activity", {"limit": 2, **({"cursor": cursor} if cursor else {})},
+                       token=acme_token).json()
+        paged += page["data"]
+        cursor = page["next"]
+        if cursor is None:
+            break
+    assert paged == items
+
+
+def test_the_timeline_of_another_workspaces_customer_is_404(api, globex_token, people):
+    assert_api_error(api.get(f"{URL}/{people[0].pk}/activity", token=globex_token), 404, "unknown customer")
