@@ -139,7 +139,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
 
 
 def _is_api(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/")
+    """The API and the email providers' webhooks answer JSON errors; the pages answer pages."""
+    return request.path.startswith(("/api/", "/hooks/"))
 
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

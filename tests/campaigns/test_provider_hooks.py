@@ -434,3 +434,16 @@ def test_the_command_prints_the_urls_once_and_keeps_only_a_digest(acme):
     assert hook.signing_keys == {"mailgun": MAILGUN_KEY}
     with pytest.raises(Exception, match="no signing key is taken for: postmark"):
         call_command("email_hooks", "create", "acme", "--signing-key", "postmark=x", stdout=StringIO())
+
+
+def test_a_database_outage_is_503_json_so_the_provider_retries(client, acme, secret, monkeypatch):
+    from django.db import OperationalError
+
+    def unavailable(**kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr("campaigns.views.provider_events_record", unavailable)
+    client.raise_request_exception = False
+    response = call(client, "postmark", postmark_bounce(OURS), password=secret)
+    assert response.status_code == 503 and response.json() == {"error": "service unavailable"}
+    assert response["Retry-After"]
