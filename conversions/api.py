@@ -20,6 +20,7 @@ from conversions.services import (
     IDEMPOTENCY_KEY_MAX,
     IDEMPOTENCY_TTL,
     Answer,
+    InvoiceRecorded,
     conversion_record,
     idempotency_key_check,
     idempotent_answer,
@@ -92,6 +93,11 @@ class ConversionInput(serializers.Serializer):
     event_name = StrictCharField(max_length=255, required=False, allow_null=True)
     customer = CustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
     meta = JSONObjectField(max_bytes=16 * 1024, required=False, allow_null=True)
+    invoice_id = StrictCharField(
+        max_length=255, required=False, allow_null=True,
+        help_text="A sale's charge or invoice id at your payment provider: a second sale with it stores nothing and "
+        "answers 200 with the first (`Idempotent-Replayed: true`), forever. Ignored on a lead.",
+    )
 
     def validate(self, attrs: dict) -> dict:
         value = attrs.get("value_cents")
@@ -143,6 +149,7 @@ class ConversionReadOut(ConversionOut):
     event_name = serializers.CharField()
     meta = serializers.DictField()
     channel = serializers.ChoiceField(choices=["api", "pixel", "manual"])
+    invoice_id = serializers.CharField(allow_null=True)
 
 
 @extend_schema_serializer(component_name="ConversionPage")
@@ -158,6 +165,7 @@ def conversion_read_out(conversion: ConversionEvent) -> dict:
         "event_name": conversion.event_name,
         "meta": conversion.meta,
         "channel": conversion.channel,
+        "invoice_id": optional(conversion.invoice_id),
     }
 
 
@@ -194,7 +202,7 @@ CONVERSION_ERRORS = [
     IDEMPOTENCY_KEY_LONG,
     IDEMPOTENCY_KEY_INVALID,
     IDEMPOTENCY_KEY_REUSED,
-    *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url"),
+    *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id"),
 ]
 
 
@@ -260,6 +268,11 @@ class ConversionViewSet(viewsets.ViewSet):
                 description="Stored; or, with `Idempotent-Replayed: true`, the answer first given to this "
                 "`Idempotency-Key`, nothing stored again.",
             ),
+            200: OpenApiResponse(
+                ConversionOut,
+                description="A sale whose `invoice_id` the workspace already has: the first sale, with "
+                "`Idempotent-Replayed: true`; nothing stored.",
+            ),
             **error_responses(400, 401, 403, 413, 415, 422, 429, 500, 503, e422=CONVERSION_ERRORS),
         },
         examples=[
@@ -299,16 +312,20 @@ class ConversionViewSet(viewsets.ViewSet):
         workspace = request.auth.workspace
 
         def record() -> Answer:
-            conversion = conversion_record(
-                workspace=workspace,
-                channel="api",
-                event=data["event"],
-                click_id=data["click_id"],
-                value_cents=data["value_cents"],
-                event_name=data.get("event_name") or "",
-                meta=data.get("meta"),
-                customer=data.get("customer"),
-            )
+            try:
+                conversion = conversion_record(
+                    workspace=workspace,
+                    channel="api",
+                    event=data["event"],
+                    click_id=data["click_id"],
+                    value_cents=data["value_cents"],
+                    event_name=data.get("event_name") or "",
+                    meta=data.get("meta"),
+                    customer=data.get("customer"),
+                    invoice_id=data.get("invoice_id") or "",
+                )
+            except InvoiceRecorded as recorded:  # the invoice's first sale, whatever this body says
+                return Answer(status=200, body=conversion_out(recorded.sale, recorded.sale.click_key), replayed=True)
             return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
 
         answer = idempotent_answer(

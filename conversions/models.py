@@ -27,6 +27,8 @@ class ConversionEvent(models.Model):
     meta = models.JSONField(default=dict, blank=True)
     occurred_at = models.DateTimeField()
     channel = models.CharField(max_length=10, choices=Customer.Channel.choices)
+    # A sale's charge or invoice id at the payment provider: one sale per workspace and invoice, forever.
+    invoice_id = models.CharField(max_length=255, blank=True, default="", db_default="")
 
     class Meta:
         constraints = [
@@ -37,6 +39,10 @@ class ConversionEvent(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(channel__in=["api", "pixel", "manual"]), name="conversions_event_channel_valid"
+            ),
+            # The insert names this index (ON CONFLICT ... WHERE invoice_id <> ''): conversions/services.py.
+            models.UniqueConstraint(
+                fields=["workspace", "invoice_id"], condition=~Q(invoice_id=""), name="conversions_event_one_per_invoice"
             ),
         ]
         indexes = [

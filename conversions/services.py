@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from campaigns.confirmation import name_to_hold
@@ -26,11 +27,14 @@ IDEMPOTENCY_KEY_MAX = 255
 
 # The event row takes its click and link from the click itself: the lookup (scoped to the
 # workspace, so another workspace's click is unknown) and the insert are one round trip.
+# A sale repeating an invoice id inserts nothing (the unique index on it), whoever committed it first.
 _INSERT_SQL = (
     f"INSERT INTO {ConversionEvent._meta.db_table}"
-    " (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel)"
-    " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s"
-    f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s RETURNING id, click_id, link_id"
+    " (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel,"
+    " invoice_id)"
+    " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s, %s"
+    f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s"
+    " ON CONFLICT (workspace_id, invoice_id) WHERE invoice_id <> '' DO NOTHING RETURNING id, click_id, link_id"
 )
 # The same round trip also finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
@@ -54,13 +58,20 @@ def conversion_record(
     event_name: str = "",
     meta: dict[str, Any] | None = None,
     customer: dict[str, str] | None = None,
+    invoice_id: str = "",
 ) -> ConversionEvent:
     """Store a lead or sale against a click of this workspace, matching the customer when one is sent.
+
+    A sale naming an `invoice_id` the workspace already has a sale for stores nothing and raises
+    InvoiceRecorded with that first sale, even under concurrent repeats (the unique index decides).
 
     A click of another workspace is unknown. A second lead on the same click is a second event
     (the duplicate-lead rule, docs/api.md). The pixel (channel "pixel") never moves an external_id.
     An unknown click rolls back the customer matched for it: a rejected request changes nothing.
     """
+    invoice_id = invoice_id if event == ConversionEvent.Event.SALE else ""
+    if invoice_id:
+        _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id)  # before matching anyone: nothing to undo
     match = None
     held_name = ""
     if customer is not None and channel == Customer.Channel.PIXEL:
@@ -97,12 +108,15 @@ def conversion_record(
                 ConversionEvent._meta.get_field("meta").get_db_prep_value(conversion.meta, connection),
                 connection.ops.adapt_datetimefield_value(conversion.occurred_at),
                 channel,
+                invoice_id,
                 workspace.pk,
                 click_id,
             ],
         )
         row = cursor.fetchone()
     if row is None:
+        if invoice_id:  # a concurrent repeat committed first; its customer match rolls back with this
+            _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id)
         raise Unprocessable("unknown click_id")
     conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False
@@ -115,6 +129,25 @@ def conversion_record(
             held_name=held_name,
         )
     return conversion
+
+
+class InvoiceRecorded(Exception):
+    """The workspace already has a sale for this invoice id: `sale`, with `click_key` its click's id."""
+
+    def __init__(self, sale: ConversionEvent):
+        super().__init__(sale.pk)
+        self.sale = sale
+
+
+def _raise_if_invoiced(*, workspace: Workspace, invoice_id: str) -> None:
+    sale = (
+        ConversionEvent.objects.filter(workspace=workspace, invoice_id=invoice_id)
+        .select_related("customer")
+        .annotate(click_key=F("click__click_id"))
+        .first()
+    )
+    if sale is not None:
+        raise InvoiceRecorded(sale)
 
 
 def conversion_enroll(

@@ -198,7 +198,8 @@ HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "string"},
     },
     "Idempotent-Replayed": {
-        "description": "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`.",
+        "description": "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`, "
+        "or the first sale of the same `invoice_id`.",
         "schema": {"type": "string", "enum": ["true"]},
     },
     "Access-Control-Allow-Origin": {

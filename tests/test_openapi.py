@@ -234,6 +234,7 @@ def _reads(path_of, bad_422=None, *, breaks: str) -> dict:
 SCENARIOS = {
     (CONVERSIONS, "post"): {
         "201": lambda api, w: _post(api, w, CONVERSIONS, _conversion(w)),
+        "200": lambda api, w: [_post(api, w, CONVERSIONS, {**_conversion(w), "invoice_id": "in_1"}) for _ in range(2)][-1],
         **_common(CONVERSIONS, _conversion, lambda w: {**_conversion(w), "click_id": "unknown"}),
         "429": _twice("RATELIMIT_CONVERSIONS_TOKEN", CONVERSIONS, _conversion),
         "500": ("conversions.api.conversion_record", _conversion),
