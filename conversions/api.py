@@ -1,5 +1,9 @@
 """POST and GET /api/v1/conversions, and the pixel's POST /api/v1/browser/conversions (docs/api.md)."""
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -39,6 +43,7 @@ from lftrack.api import (
     StrictEmailField,
     StrictIntegerField,
     StrictURLField,
+    aware_utc,
     iso_utc,
     optional,
     page_out,
@@ -85,6 +90,23 @@ class CustomerInput(serializers.Serializer):
         return present
 
 
+# A sender's clock may run a little ahead of ours.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def backdated(raw: str) -> datetime:
+    """`occurred_at` as sent: an aware time (in UTC) within BACKDATE_WINDOW_DAYS, not in the future."""
+    moment = aware_utc(raw)
+    if moment is None:
+        raise serializers.ValidationError("occurred_at must be an ISO 8601 time with an offset")
+    now = timezone.now()
+    if moment > now + CLOCK_SKEW:
+        raise serializers.ValidationError("occurred_at is in the future")
+    if moment < now - timedelta(days=settings.BACKDATE_WINDOW_DAYS):
+        raise serializers.ValidationError(f"occurred_at is more than {settings.BACKDATE_WINDOW_DAYS} days ago")
+    return moment
+
+
 class ConversionInput(serializers.Serializer):
     event = StrictChoiceField(choices=["lead", "sale"], error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"})
     click_id = StrictCharField(max_length=64, allow_blank=False, error_messages={"required": "click_id is required", "blank": "click_id is required", "null": "click_id is required"})
@@ -93,6 +115,11 @@ class ConversionInput(serializers.Serializer):
     event_name = StrictCharField(max_length=255, required=False, allow_null=True)
     customer = CustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
     meta = JSONObjectField(max_bytes=16 * 1024, required=False, allow_null=True)
+    occurred_at = StrictCharField(
+        max_length=64, required=False, allow_null=True,
+        help_text="When it happened, for a backfill: ISO 8601 with an offset, at most BACKDATE_WINDOW_DAYS (90) ago and "
+        "not in the future; the click must have existed by then. Absent: now.",
+    )
     invoice_id = StrictCharField(
         max_length=255, required=False, allow_null=True,
         help_text="A sale's charge or invoice id at your payment provider: a second sale with it stores nothing and "
@@ -100,6 +127,8 @@ class ConversionInput(serializers.Serializer):
     )
 
     def validate(self, attrs: dict) -> dict:
+        if attrs.get("occurred_at"):
+            attrs["occurred_at"] = backdated(attrs["occurred_at"])
         value = attrs.get("value_cents")
         if attrs["event"] == ConversionEvent.Event.SALE and value is not None:
             attrs["value_cents"] = _strict_value_cents.run_validation(value)
@@ -202,7 +231,11 @@ CONVERSION_ERRORS = [
     IDEMPOTENCY_KEY_LONG,
     IDEMPOTENCY_KEY_INVALID,
     IDEMPOTENCY_KEY_REUSED,
-    *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id"),
+    "occurred_at must be an ISO 8601 time with an offset",
+    "occurred_at is in the future",
+    "occurred_at is more than 90 days ago",
+    "occurred_at is before the click",
+    *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id", "occurred_at"),
 ]
 
 
@@ -323,6 +356,7 @@ class ConversionViewSet(viewsets.ViewSet):
                     meta=data.get("meta"),
                     customer=data.get("customer"),
                     invoice_id=data.get("invoice_id") or "",
+                    occurred_at=data.get("occurred_at"),
                 )
             except InvoiceRecorded as recorded:  # the invoice's first sale, whatever this body says
                 return Answer(status=200, body=conversion_out(recorded.sale, recorded.sale.click_key), replayed=True)

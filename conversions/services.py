@@ -38,13 +38,20 @@ _INSERT_SQL = (
 )
 # The same round trip also finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
-_RECORD_SQL = (
-    f"WITH event AS ({_INSERT_SQL}) SELECT event.id, event.click_id, event.link_id, campaign.id FROM event"
-    f" JOIN {Link._meta.db_table} link ON link.id = event.link_id"
-    f" LEFT JOIN ({CampaignPost._meta.db_table} cp JOIN {Campaign._meta.db_table} campaign"
-    " ON campaign.id = cp.campaign_id AND campaign.workspace_id = cp.workspace_id)"
-    " ON cp.post_id = link.post_id AND cp.workspace_id = link.workspace_id"
-)
+def _record_sql(insert_sql: str) -> str:
+    return (
+        f"WITH event AS ({insert_sql}) SELECT event.id, event.click_id, event.link_id, campaign.id FROM event"
+        f" JOIN {Link._meta.db_table} link ON link.id = event.link_id"
+        f" LEFT JOIN ({CampaignPost._meta.db_table} cp JOIN {Campaign._meta.db_table} campaign"
+        " ON campaign.id = cp.campaign_id AND campaign.workspace_id = cp.workspace_id)"
+        " ON cp.post_id = link.post_id AND cp.workspace_id = link.workspace_id"
+    )
+
+
+_RECORD_SQL = _record_sql(_INSERT_SQL)
+# A backdated event (occurred_at sent) needs its click to have existed by then. Only then: the click's
+# created_at may come from PostgreSQL's clock (the redirect's now()) and ours may run a little behind.
+_RECORD_BACKDATED_SQL = _record_sql(_INSERT_SQL.replace(" AND click_id = %s", " AND click_id = %s AND created_at <= %s"))
 
 
 @transaction.atomic
@@ -59,11 +66,13 @@ def conversion_record(
     meta: dict[str, Any] | None = None,
     customer: dict[str, str] | None = None,
     invoice_id: str = "",
+    occurred_at: datetime | None = None,
 ) -> ConversionEvent:
     """Store a lead or sale against a click of this workspace, matching the customer when one is sent.
 
     A sale naming an `invoice_id` the workspace already has a sale for stores nothing and raises
     InvoiceRecorded with that first sale, even under concurrent repeats (the unique index decides).
+    `occurred_at` backdates the event (the API bounds it); its click must have existed by then.
 
     A click of another workspace is unknown. A second lead on the same click is a second event
     (the duplicate-lead rule, docs/api.md). The pixel (channel "pixel") never moves an external_id.
@@ -94,29 +103,33 @@ def conversion_record(
         value_cents=value_cents if event == ConversionEvent.Event.SALE else None,
         event_name=event_name,
         meta=meta if meta is not None else {},
-        occurred_at=timezone.now(),
+        occurred_at=occurred_at or timezone.now(),
         channel=channel,
     )
+    stamp = connection.ops.adapt_datetimefield_value(conversion.occurred_at)
     with prepared_cursor() as cursor:
         cursor.execute(
-            _RECORD_SQL,
+            _RECORD_SQL if occurred_at is None else _RECORD_BACKDATED_SQL,
             [
                 matched.pk if matched is not None else None,
                 conversion.event,
                 conversion.value_cents,
                 conversion.event_name,
                 ConversionEvent._meta.get_field("meta").get_db_prep_value(conversion.meta, connection),
-                connection.ops.adapt_datetimefield_value(conversion.occurred_at),
+                stamp,
                 channel,
                 invoice_id,
                 workspace.pk,
                 click_id,
+                *([] if occurred_at is None else [stamp]),
             ],
         )
         row = cursor.fetchone()
     if row is None:
         if invoice_id:  # a concurrent repeat committed first; its customer match rolls back with this
             _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id)
+        if occurred_at is not None and Click.objects.filter(workspace=workspace, click_id=click_id).exists():
+            raise Unprocessable("occurred_at is before the click")
         raise Unprocessable("unknown click_id")
     conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False

@@ -297,7 +297,7 @@ def query_int(params, name: str, *, high: int = BIGINT_MAX) -> int | None:
     return int(raw)
 
 
-def _aware_utc(raw: str):
+def aware_utc(raw: str):
     """An ISO 8601 time with an offset, in UTC (PostgreSQL refuses offsets past 15:59, which Python reads);
     None for anything else. A "+" arrives as a space when the caller did not encode it."""
     try:
@@ -312,7 +312,7 @@ def query_time(params, name: str):
     raw = params.get(name)
     if raw is None:
         return None
-    moment = _aware_utc(raw)
+    moment = aware_utc(raw)
     if moment is None:
         raise Unprocessable(f"{name} must be an ISO 8601 time with an offset")
     return moment
@@ -335,7 +335,7 @@ def page_position(params, *, ranked: bool = False) -> tuple[int, tuple | None]:
         return int(raw or 50), None
     try:
         moment, *numbers = urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
-        at = _aware_utc(moment)
+        at = aware_utc(moment)
         if at is None or len(numbers) != (2 if ranked else 1) or not all(n.isdigit() and int(n) <= BIGINT_MAX for n in numbers):
             raise ValueError
     except (ValueError, UnicodeDecodeError):

@@ -229,6 +229,9 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="lftrack <noreply@loc
 # Seconds an SMTP connect or reply may take: without it a stalled server would hang the sender for ever.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30)
 
+# How far back a conversion may be dated (`occurred_at`, a backfill): a mistyped year is refused.
+BACKDATE_WINDOW_DAYS = env_int("BACKDATE_WINDOW_DAYS", 90)
+
 # Sequence sending (campaigns/sending.py). Emails a workspace may send per UTC day when its own
 # Workspace.daily_send_limit is empty.
 DEFAULT_DAILY_SEND_LIMIT = env_int("DEFAULT_DAILY_SEND_LIMIT", 1000)
