@@ -23,6 +23,7 @@ from campaigns.services import (
     campaign_create,
     campaign_email_activate,
     campaign_email_add,
+    campaign_pause,
     campaign_resume,
     enrollment_resume,
     enrollment_stop,
@@ -82,7 +83,15 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     ]
     readonly_fields = ["slug", "status", "paused_at", "created_at", *numbers]
     inlines = [CampaignEmailInline]
-    actions = ["resume_campaigns"]
+    actions = ["pause_campaigns", "resume_campaigns"]
+
+    @admin.action(description="Pause selected campaigns (hold their due emails)", permissions=["change"])
+    def pause_campaigns(self, request, queryset) -> None:
+        active = self.action_queryset(request, queryset).filter(status=Campaign.Status.ACTIVE)
+        campaigns = list(Campaign.objects.filter(pk__in=active.values("pk")).order_by("pk"))
+        for campaign in campaigns:
+            campaign_pause(campaign=campaign)
+        self.message_user(request, f"Paused {len(campaigns)} campaign(s).", messages.SUCCESS)
 
     @admin.action(description="Resume selected paused campaigns", permissions=["change"])
     def resume_campaigns(self, request, queryset) -> None:

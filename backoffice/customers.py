@@ -99,9 +99,10 @@ class CustomerAdmin(ServiceFormAdmin):
     def contact(self, obj: Customer) -> str:
         return obj.email or mark_safe('<span class="lf-muted">no email</span>')
 
-    @admin.display(description="suppressed", boolean=True, ordering="suppressed")
-    def is_suppressed(self, obj: Customer) -> bool:
-        return obj.suppressed
+    # Words, not Django's boolean icons: a green tick on a contact we may no longer email read as "fine".
+    @admin.display(description="suppressed", ordering="suppressed")
+    def is_suppressed(self, obj: Customer) -> str:
+        return "Suppressed" if obj.suppressed else "-"
 
     @admin.display(description="avatar")
     def avatar(self, obj: Customer) -> str:

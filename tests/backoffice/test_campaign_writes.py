@@ -195,6 +195,23 @@ def test_owner_resumes_a_paused_campaign_and_only_their_own(as_alice, spring, gl
     assert foreign.status == Campaign.Status.PAUSED
 
 
+def test_owner_pauses_an_active_campaign_and_only_their_own(as_alice, spring, globex):
+    foreign = CampaignFactory(workspace=globex)
+    resp = as_alice.post(CAMPAIGNS, {"action": "pause_campaigns", "_selected_action": [spring.pk, foreign.pk]})
+    assert resp.status_code == 302
+    spring.refresh_from_db()
+    foreign.refresh_from_db()
+    assert spring.status == Campaign.Status.PAUSED and spring.paused_at is not None
+    assert foreign.status == Campaign.Status.ACTIVE
+
+
+def test_editors_cannot_pause_campaigns(as_bob, spring):
+    assert b"pause_campaigns" not in as_bob.get(CAMPAIGNS).content
+    as_bob.post(CAMPAIGNS, {"action": "pause_campaigns", "_selected_action": [spring.pk]})
+    spring.refresh_from_db()
+    assert spring.status == Campaign.Status.ACTIVE
+
+
 def test_editors_cannot_resume_campaigns(as_bob, spring):
     spring.status = Campaign.Status.PAUSED
     spring.save()

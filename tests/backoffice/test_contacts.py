@@ -69,6 +69,14 @@ def test_filter_by_suppression_matches_lowercased_email_within_the_workspace(as_
     assert listed(as_bob, suppressed="no") == {"grace@hopper.test", "alan@turing.test"}
 
 
+def test_the_suppressed_column_says_so_in_words(as_bob, people, acme):
+    SuppressionFactory(workspace=acme, email="ada@lovelace.test")
+    page = as_bob.get(LIST).content.decode()
+    assert '<td class="field-is_suppressed">Suppressed</td>' in page
+    assert page.count('<td class="field-is_suppressed">-</td>') == 2
+    assert "icon-yes.svg" not in page and "icon-no.svg" not in page  # no green tick on a suppressed contact
+
+
 @pytest.fixture
 def moved(acme):
     """A holds external_id crm-7; B arrives with its own email and the same id, which moves to B."""

@@ -106,3 +106,10 @@ def test_a_cancelled_or_expired_invitation_is_refused(as_alice, acme, mailoutbox
 def commits(django_capture_on_commit_callbacks):
     """Runs what the request left for after its commit (the invitation's email)."""
     return django_capture_on_commit_callbacks
+
+
+def test_an_editor_refused_a_page_gets_the_back_office_frame_and_a_way_back(as_bob):
+    response = as_bob.get(LIST)
+    page = response.content.decode()
+    assert response.status_code == 403
+    assert "This page is for the workspace" in page and 'href="/admin/"' in page and 'id="site-name"' in page
