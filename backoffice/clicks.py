@@ -1,12 +1,16 @@
 """Posts and links with their clicks, leads, sales and revenue: rolled-up totals plus the live tail (rollups/)."""
 from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from backoffice.scoping import (
     MEMBERS,
     OWNERS,
+    ServiceFormAdmin,
+    WorkspaceChoiceForm,
     WorkspaceModelForm,
     WorkspaceScopedAdmin,
     WorkspaceScopedInline,
@@ -14,7 +18,7 @@ from backoffice.scoping import (
     scope,
 )
 from campaigns.models import Campaign
-from campaigns.services import campaign_post_set
+from campaigns.services import campaign_link_create, campaign_post_set
 from clicks.models import Link, Post
 from clicks.selectors import DIMENSIONS, SAMPLE, clicks_breakdown
 from rollups.selectors import LINK_NUMBERS, LinkNumber, links_with_numbers, posts_with_numbers
@@ -128,12 +132,35 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
         return breakdown_table(post_id=obj.pk)
 
 
+class LinkCreateForm(WorkspaceChoiceForm):
+    destination = forms.URLField(max_length=2048, assume_scheme="https",
+                                 help_text="Where visitors land; the click id is added as lf_cid.")
+    post_title = forms.CharField(
+        max_length=200, required=False, label="Post",
+        help_text="The post the link is shared in: an existing title reuses that post; empty makes a new one.",
+    )
+    campaign = forms.ModelChoiceField(
+        queryset=Campaign.objects.none(), required=False,
+        help_text="Leads and sales of this post's links enroll their person in the campaign.",
+    )
+
+    def __init__(self, *args, workspaces, **kwargs):
+        super().__init__(*args, workspaces=workspaces, **kwargs)
+        self.fields["campaign"].queryset = Campaign.objects.filter(workspace__in=workspaces).order_by("name", "pk")
+
+
 @admin.register(Link)
-class LinkAdmin(NumbersColumns, WorkspaceScopedAdmin):
-    """Tracked links; created with `manage.py link create`, read-only here."""
+class LinkAdmin(NumbersColumns, ServiceFormAdmin):
+    """Tracked links. Owners make them here (`campaign_link_create`, as `manage.py link create`); nobody edits
+    one: its key is printed in posts already."""
 
     view_roles = MEMBERS
-    list_display = ["short_url", "destination", "post", *NUMBERS, "created_at"]
+    add_roles = OWNERS
+    add_form = LinkCreateForm
+    add_title = "Make a tracked link"
+    add_submit = "Make link"
+    add_intro = "Share the short link it gives in your post; each visit through it is a click."
+    list_display = ["short_link", "destination", "post", *NUMBERS, "created_at"]
     list_filter = ["workspace"]  # posts are many: reach a post's links from its page or by search
     list_select_related = ["post"]
     search_fields = ["=key", "destination", "post__title"]
@@ -150,5 +177,23 @@ class LinkAdmin(NumbersColumns, WorkspaceScopedAdmin):
         return breakdown_table(link_id=obj.pk)
 
     @admin.display(description="tracked link", ordering="key")
+    def short_link(self, obj: Link) -> str:
+        return f"{settings.PUBLIC_BASE_URL}/l/{obj.key}"
+
+    @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:
-        return f"/l/{obj.key}"
+        return format_html(
+            '<div class="lf-copy-row"><input type="text" readonly class="lf-snippet" id="link-{0}" value="{1}/l/{2}" '
+            'aria-label="Short link"><button type="button" class="button" data-copy="link-{0}">Copy</button></div>',
+            obj.pk, settings.PUBLIC_BASE_URL, obj.key,
+        )
+
+    def add_done(self, request, form):
+        data = form.cleaned_data
+        link = campaign_link_create(
+            workspace=data["workspace"], destination=data["destination"], campaign=data["campaign"],
+            post_title=data["post_title"] or None,
+        )
+        self.log_addition(request, link, [{"added": {}}])
+        self.message_user(request, f"Made {settings.PUBLIC_BASE_URL}/l/{link.key}.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:clicks_link_change", args=[link.pk]))

@@ -2,6 +2,7 @@
 import pytest
 from django.urls import reverse
 
+from clicks.models import Link, Post
 from tests.factories import CampaignFactory, ClickFactory, ConversionEventFactory, LinkFactory, PostFactory
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +88,33 @@ def test_link_and_post_pages_show_where_the_clicks_came_from(as_bob, acme, globe
 def test_a_link_without_clicks_says_so(as_bob, acme):
     link = LinkFactory(post__workspace=acme)
     assert "No clicks yet." in as_bob.get(reverse("admin:clicks_link_change", args=[link.pk])).content.decode()
+
+
+ADD_LINK = reverse("admin:clicks_link_add")
+
+
+def test_owners_make_a_link_in_a_post_and_campaign_and_get_its_short_url(as_alice, acme, settings):
+    campaign = CampaignFactory(workspace=acme, name="Spring")
+    PostFactory(workspace=acme, title="Launch")
+    response = as_alice.post(ADD_LINK, {"workspace": acme.pk, "destination": "https://shop.example.com/spring?x=1",
+                                        "post_title": "Launch", "campaign": campaign.pk})
+    link = Link.objects.get(destination="https://shop.example.com/spring?x=1")
+    assert response.status_code == 302 and response["Location"] == reverse("admin:clicks_link_change", args=[link.pk])
+    assert link.post.title == "Launch" and Post.objects.filter(workspace=acme, title="Launch").count() == 1
+    assert link.post.campaign_post.campaign == campaign
+    page = as_alice.get(response["Location"]).content.decode()
+    assert f'value="{settings.PUBLIC_BASE_URL}/l/{link.key}"' in page and 'data-copy="link-' in page
+
+
+def test_a_link_form_refuses_bad_input_and_foreign_campaigns(as_alice, acme, globex):
+    foreign = CampaignFactory(workspace=globex)
+    bad = as_alice.post(ADD_LINK, {"workspace": acme.pk, "destination": "javascript:alert(1)"})
+    assert bad.status_code == 200 and "Enter a valid URL" in bad.content.decode()
+    as_alice.post(ADD_LINK, {"workspace": acme.pk, "destination": "https://shop.example.com/", "campaign": foreign.pk})
+    assert not Link.objects.exists()
+
+
+def test_editors_cannot_make_links(as_bob, acme):
+    assert as_bob.get(ADD_LINK).status_code == 403
+    as_bob.post(ADD_LINK, {"workspace": acme.pk, "destination": "https://shop.example.com/"})
+    assert not Link.objects.exists()
