@@ -18,6 +18,7 @@ from backoffice.scoping import (
     scope,
     when,
 )
+from campaigns.mail import subject_render
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.services import (
     campaign_create,
@@ -224,7 +225,10 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
     def last_email(self, obj: Enrollment) -> str:
         if obj.last_send_at is None:
             return "-"
-        subject = obj.last_send_subject or "(step removed)"
+        if obj.last_send_subject is None:
+            subject = "(step removed)"
+        else:  # as the recipient read it, not the step's template text
+            subject = subject_render(obj.last_send_subject, name=obj.customer.name, email=obj.customer.email)
         return f"#{obj.last_send_position} {subject}, {obj.last_send_at:%Y-%m-%d %H:%M} UTC"
 
     def get_list_display(self, request):

@@ -23,7 +23,7 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 def spring(acme):
     campaign = CampaignFactory(workspace=acme, slug="spring", name="Spring")
     step1 = CampaignEmailFactory(campaign=campaign, position=1, subject="Welcome")
-    step2 = CampaignEmailFactory(campaign=campaign, position=2, subject="Tips")
+    step2 = CampaignEmailFactory(campaign=campaign, position=2, subject="Tips for you, {{ name }}")
     ada = EnrollmentFactory(campaign=campaign, customer__email="ada@example.com", customer__name="Ada",
                             enrolled_at=T0, next_send_at=T0 + timedelta(days=2))
     bea = EnrollmentFactory(campaign=campaign, customer__email="bea@example.com", state="stopped", enrolled_at=T0)
@@ -53,9 +53,10 @@ def test_recipients_of_a_campaign_with_state_dates_and_last_email(as_bob, spring
     page = response.content.decode()
     assert "Recipients of Spring" in page
     for text in ("Active", "Stopped", "Completed", "2026-03-03 09:00",  # next_send_at
-                 "#2 Tips, 2026-03-02 09:00 UTC", "#1 Welcome, 2026-03-01 09:00 UTC"):
+                 "#2 Tips for you, Ada, 2026-03-02 09:00 UTC", "#1 Welcome, 2026-03-01 09:00 UTC"):
         assert text in page, text
     assert listed["bea@example.com"].last_send_at is None  # a failed send is not an email sent
+    assert "{{ name }}" not in page  # the subject as its recipient read it
 
 
 @pytest.mark.parametrize(("state", "expected"), [("active", {"ada@example.com"}), ("stopped", {"bea@example.com"}),
