@@ -1,10 +1,15 @@
 """Posts and links with their clicks, leads, sales and revenue: rolled-up totals plus the live tail (rollups/)."""
+import base64
+import io
+
+import segno
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from backoffice.scoping import (
     MEMBERS,
@@ -66,6 +71,19 @@ class LinkInline(NumbersColumns, WorkspaceScopedInline):
 
     def get_queryset(self, request):
         return links_with_numbers(links=super().get_queryset(request)).order_by("pk")
+
+    @admin.display(description="QR code")
+    def qr_code(self, obj: Link) -> str:
+        """The short link as a QR code (segno), for print and slides: shown inline, and as an SVG to download."""
+        svg = io.BytesIO()
+        segno.make(f"{settings.PUBLIC_BASE_URL}/l/{obj.key}", error="m").save(svg, kind="svg", scale=4, xmldecl=False)
+        data = svg.getvalue()
+        return format_html(
+            '<div class="lf-qr">{}</div><a href="data:image/svg+xml;base64,{}" download="link-{}.svg">Download SVG</a>',
+            mark_safe(data.decode()),  # segno's own markup of our URL: no user input in it
+            base64.b64encode(data).decode(),
+            obj.key,
+        )
 
     @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:
@@ -165,7 +183,7 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
     list_select_related = ["post"]
     search_fields = ["=key", "destination", "post__title"]
     ordering = ["-created_at", "-pk"]
-    fields = ["short_url", "destination", "post", *NUMBERS, "clicks_from", "created_at"]
+    fields = ["short_url", "qr_code", "destination", "post", *NUMBERS, "clicks_from", "created_at"]
     readonly_fields = fields
     actions = []
 
@@ -179,6 +197,19 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
     @admin.display(description="tracked link", ordering="key")
     def short_link(self, obj: Link) -> str:
         return f"{settings.PUBLIC_BASE_URL}/l/{obj.key}"
+
+    @admin.display(description="QR code")
+    def qr_code(self, obj: Link) -> str:
+        """The short link as a QR code (segno), for print and slides: shown inline, and as an SVG to download."""
+        svg = io.BytesIO()
+        segno.make(f"{settings.PUBLIC_BASE_URL}/l/{obj.key}", error="m").save(svg, kind="svg", scale=4, xmldecl=False)
+        data = svg.getvalue()
+        return format_html(
+            '<div class="lf-qr">{}</div><a href="data:image/svg+xml;base64,{}" download="link-{}.svg">Download SVG</a>',
+            mark_safe(data.decode()),  # segno's own markup of our URL: no user input in it
+            base64.b64encode(data).decode(),
+            obj.key,
+        )
 
     @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:

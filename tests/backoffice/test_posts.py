@@ -118,3 +118,18 @@ def test_editors_cannot_make_links(as_bob, acme):
     assert as_bob.get(ADD_LINK).status_code == 403
     as_bob.post(ADD_LINK, {"workspace": acme.pk, "destination": "https://shop.example.com/"})
     assert not Link.objects.exists()
+
+
+def test_a_links_page_gives_its_qr_code_to_see_and_to_download(as_bob, acme, settings):
+    import base64
+    import io
+
+    import segno
+
+    link = LinkFactory(post__workspace=acme)
+    page = as_bob.get(reverse("admin:clicks_link_change", args=[link.pk])).content.decode()
+    expected = io.BytesIO()
+    segno.make(f"{settings.PUBLIC_BASE_URL}/l/{link.key}", error="m").save(expected, kind="svg", scale=4, xmldecl=False)
+    assert expected.getvalue().decode() in page  # the short link's own code, inline
+    encoded = base64.b64encode(expected.getvalue()).decode()
+    assert f'href="data:image/svg+xml;base64,{encoded}" download="link-{link.key}.svg"' in page
