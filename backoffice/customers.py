@@ -2,17 +2,18 @@
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
 from django.db.models.functions import Lower
 from django.http import HttpResponseRedirect
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, cents
-from campaigns.models import Enrollment, Suppression
+from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, cents, scope
+from campaigns.models import Campaign, Enrollment, Suppression
 from campaigns.selectors import enrollments_of_customer, suppression_by_email
-from campaigns.services import suppression_add
+from campaigns.services import campaign_lead_add, suppression_add
 from conversions.models import ConversionEvent
 from conversions.selectors import conversions_of_customer
 from customers.models import Customer, CustomerActivity
@@ -55,6 +56,17 @@ class ContactAddForm(WorkspaceChoiceForm):
     )
 
 
+class EnrollForm(forms.Form):
+    """Which campaign the selected contacts join (single opt-in: the owner vouches for them)."""
+
+    ids = forms.CharField(widget=forms.HiddenInput)
+    campaign = forms.ModelChoiceField(queryset=Campaign.objects.none(), empty_label=None)
+
+    def __init__(self, *args, campaigns, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["campaign"].queryset = campaigns
+
+
 @admin.register(Customer)
 class CustomerAdmin(ServiceFormAdmin):
     """Contacts. Identity fields change only through the matching service, so the page is read-only."""
@@ -73,7 +85,43 @@ class CustomerAdmin(ServiceFormAdmin):
     ]
     readonly_fields = ["email", "name", "external_id", "avatar", "source", "created_at", "updated_at", "suppression"]
     suppress_roles = OWNERS
-    actions = ["suppress_contacts"]
+    actions = ["enroll_contacts", "suppress_contacts"]
+
+    @admin.action(description="Enroll selected contacts in a campaign…", permissions=["suppress"])
+    def enroll_contacts(self, request, queryset) -> HttpResponseRedirect:
+        """On to a page that asks which campaign, the choice kept in its address."""
+        ids = self.action_queryset(request, queryset, self.suppress_roles).values_list("pk", flat=True)
+        return HttpResponseRedirect(reverse("admin:customers_customer_enroll") + "?ids=" + ",".join(map(str, ids)))
+
+    def enroll_view(self, request):
+        """Enroll the chosen contacts as POST /api/v1/campaigns/<slug>/leads does, channel `manual`: one
+        outcome each (created contacts are not made here, so reused, already enrolled or suppressed)."""
+        if not self.has_suppress_permission(request):
+            raise PermissionDenied
+        raw_ids = (request.POST if request.method == "POST" else request.GET).get("ids", "")
+        ids = [int(i) for i in raw_ids.split(",") if i.isdigit()][:1000]
+        contacts = self.scoped(Customer.objects.filter(pk__in=ids), request, self.suppress_roles).exclude(email="")
+        campaigns = scope(Campaign.objects.order_by("name", "pk"), request, self.suppress_roles)
+        form = EnrollForm(request.POST or None, initial={"ids": raw_ids}, campaigns=campaigns)
+        if request.method == "POST" and form.is_valid():
+            campaign = form.cleaned_data["campaign"]
+            outcomes: dict[str, int] = {}
+            for contact in contacts.filter(workspace_id=campaign.workspace_id).order_by("pk"):
+                result = campaign_lead_add(campaign=campaign, email=contact.email, channel=Customer.Channel.MANUAL)
+                outcomes[result.outcome] = outcomes.get(result.outcome, 0) + 1
+            told = ", ".join(f"{count} {outcome.replace('_', ' ')}" for outcome, count in sorted(outcomes.items()))
+            self.message_user(request, f"Enrolled in {campaign}: {told or 'nobody'}.", messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:customers_customer_changelist"))
+        return self.render_screen(
+            request, "admin/backoffice/form.html",
+            {"form": form, "submit_label": "Enroll", "intro": f"{contacts.count()} contact(s) with an email, of the "
+             "selected ones in the campaign's workspace, join its sequence now; suppressed addresses are skipped."},
+            title="Enroll in a campaign",
+        )
+
+    def get_urls(self):
+        enroll = path("enroll/", self.admin_site.admin_view(self.enroll_view), name="customers_customer_enroll")
+        return [enroll, *super().get_urls()]
 
     def has_suppress_permission(self, request, obj=None) -> bool:
         return self.allowed(request, self.suppress_roles, obj)

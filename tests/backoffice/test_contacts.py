@@ -175,3 +175,31 @@ def test_contact_page_links_to_all_conversions_when_there_are_many(as_bob, acme,
     url = reverse("admin:conversions_conversionevent_changelist") + f"?customer__id__exact={b.pk}"
     assert url in page
     assert len(as_bob.get(url).context["cl"].result_list) == 3
+
+
+def test_owners_enroll_selected_contacts_in_a_campaign(as_alice, people, acme, globex):
+    from campaigns.models import Enrollment
+    from tests.factories import CampaignEmailFactory, CampaignFactory
+
+    spring = CampaignFactory(workspace=acme, name="Spring")
+    CampaignEmailFactory(campaign=spring, position=1)
+    SuppressionFactory(workspace=acme, email="alan@turing.test")
+    chosen = [people["ada"].pk, people["grace"].pk, people["alan"].pk, people["gina"].pk]  # gina: another workspace
+    asked = as_alice.post(LIST, {"action": "enroll_contacts", "_selected_action": chosen})
+    assert asked.status_code == 302 and "/enroll/?ids=" in asked["Location"]
+    page = as_alice.get(asked["Location"])
+    assert page.status_code == 200 and "Spring" in page.content.decode()
+    ids = asked["Location"].split("ids=")[1]
+    done = as_alice.post(reverse("admin:customers_customer_enroll"), {"ids": ids, "campaign": spring.pk}, follow=True)
+    assert "Enrolled in Spring: 2 reused, 1 suppressed." in done.content.decode()
+    enrolled = set(Enrollment.objects.filter(campaign=spring).values_list("customer__email", flat=True))
+    assert enrolled == {"Ada@Lovelace.test", "grace@hopper.test"}
+
+
+def test_editors_cannot_enroll_contacts(as_bob, people, acme):
+    from tests.factories import CampaignFactory
+
+    spring = CampaignFactory(workspace=acme)
+    assert b"enroll_contacts" not in as_bob.get(LIST).content
+    assert as_bob.post(reverse("admin:customers_customer_enroll"),
+                       {"ids": str(people["ada"].pk), "campaign": spring.pk}).status_code == 403
