@@ -28,6 +28,20 @@ def post_json(url: str, body: dict, token: str) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+
+def log_in_as_alice(browser, wait, live_server) -> None:
+    """Through the login form, then wait for the page it leads to: the login page has #content-main too, so
+    waiting for that raced the form's POST (the next page opened before the session cookie was set)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    browser.get(live_server.url + "/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys("alice")
+    browser.find_element(By.NAME, "password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    wait.until(ec.url_to_be(live_server.url + "/admin/"))
+    wait.until(ec.presence_of_element_located((By.ID, "user-tools")))
+
 def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -38,11 +52,7 @@ def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
     MembershipFactory(user=UserFactory(username="alice"), workspace=acme, role=Membership.Role.OWNER)
     click = ClickFactory(link__post__workspace=acme, link__post__title="Spring launch post")
 
-    browser.get(live_server.url + "/admin/login/?next=/admin/")
-    browser.find_element(By.NAME, "username").send_keys("alice")
-    browser.find_element(By.NAME, "password").send_keys("correct horse battery staple")
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    wait.until(ec.presence_of_element_located((By.ID, "content-main")))
+    log_in_as_alice(browser, wait, live_server)
 
     # Settings › Connect your site › Manage tokens › Create token
     browser.get(live_server.url + reverse("admin:workspaces_workspace_change", args=[acme.pk]))
@@ -104,11 +114,7 @@ def test_an_owner_invites_and_the_invitee_accepts(browser, live_server, mailoutb
     MembershipFactory(user=UserFactory(username="alice"), workspace=acme, role=Membership.Role.OWNER)
 
     # The owner: Members › Invite someone.
-    browser.get(live_server.url + "/admin/login/?next=/admin/")
-    browser.find_element(By.NAME, "username").send_keys("alice")
-    browser.find_element(By.NAME, "password").send_keys("correct horse battery staple")
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    wait.until(ec.presence_of_element_located((By.ID, "content-main")))
+    log_in_as_alice(browser, wait, live_server)
     browser.get(live_server.url + reverse("admin:workspaces_membership_changelist"))
     wait.until(ec.presence_of_element_located((By.ID, "invite"))).click()
     wait.until(ec.presence_of_element_located((By.NAME, "email"))).send_keys("erin@example.com")
