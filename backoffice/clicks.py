@@ -72,19 +72,6 @@ class LinkInline(NumbersColumns, WorkspaceScopedInline):
     def get_queryset(self, request):
         return links_with_numbers(links=super().get_queryset(request)).order_by("pk")
 
-    @admin.display(description="QR code")
-    def qr_code(self, obj: Link) -> str:
-        """The short link as a QR code (segno), for print and slides: shown inline, and as an SVG to download."""
-        svg = io.BytesIO()
-        segno.make(f"{settings.PUBLIC_BASE_URL}/l/{obj.key}", error="m").save(svg, kind="svg", scale=4, xmldecl=False)
-        data = svg.getvalue()
-        return format_html(
-            '<div class="lf-qr">{}</div><a href="data:image/svg+xml;base64,{}" download="link-{}.svg">Download SVG</a>',
-            mark_safe(data.decode()),  # segno's own markup of our URL: no user input in it
-            base64.b64encode(data).decode(),
-            obj.key,
-        )
-
     @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:
         return format_html('<a href="{0}/l/{1}">/l/{1}</a>', settings.PUBLIC_BASE_URL, obj.key)

@@ -61,18 +61,6 @@ def link_destination(key: str) -> str | None:
     return None if row is None else row[0]
 
 
-def click_record(
-    *, link_id: int, workspace_id: int, user_agent: str = "", referrer: str = "", is_bot: bool = False
-) -> Click:
-    """A click through the ORM, enriched as the redirect's (tests and seeds; the redirect uses click_follow)."""
-    user_agent, referrer = _clean(user_agent, 512), _clean(referrer, 2048)
-    device, browser, os = user_agent_describe(user_agent, is_bot)
-    return Click.objects.create(
-        link_id=link_id, workspace_id=workspace_id, user_agent=user_agent, referrer=referrer, is_bot=is_bot,
-        device=device, browser=browser, os=os, referrer_domain=referrer_domain(referrer),
-    )
-
-
 def _clean(value: str, limit: int) -> str:
     return value.replace("\x00", "")[:limit]
 
