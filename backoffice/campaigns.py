@@ -88,19 +88,19 @@ class CampaignAdmin(WorkspaceScopedAdmin):
 
     @admin.action(description="Pause selected campaigns (hold their due emails)", permissions=["change"])
     def pause_campaigns(self, request, queryset) -> None:
-        active = self.action_queryset(request, queryset).filter(status=Campaign.Status.ACTIVE)
-        campaigns = list(Campaign.objects.filter(pk__in=active.values("pk")).order_by("pk"))
-        for campaign in campaigns:
-            campaign_pause(campaign=campaign)
-        self.message_user(request, f"Paused {len(campaigns)} campaign(s).", messages.SUCCESS)
+        self._switch(request, queryset, Campaign.Status.ACTIVE, campaign_pause, "Paused")
 
     @admin.action(description="Resume selected paused campaigns", permissions=["change"])
     def resume_campaigns(self, request, queryset) -> None:
-        paused = self.action_queryset(request, queryset).filter(status=Campaign.Status.PAUSED)
-        campaigns = list(Campaign.objects.filter(pk__in=paused.values("pk")).order_by("pk"))
+        self._switch(request, queryset, Campaign.Status.PAUSED, campaign_resume, "Resumed")
+
+    def _switch(self, request, queryset, status: str, service, done: str) -> None:
+        """Run `service` on each selected campaign the user may change that is in `status`."""
+        chosen = self.action_queryset(request, queryset).filter(status=status)
+        campaigns = list(Campaign.objects.filter(pk__in=chosen.values("pk")).order_by("pk"))
         for campaign in campaigns:
-            campaign_resume(campaign=campaign)
-        self.message_user(request, f"Resumed {len(campaigns)} campaign(s).", messages.SUCCESS)
+            service(campaign=campaign)
+        self.message_user(request, f"{done} {len(campaigns)} campaign(s).", messages.SUCCESS)
 
     def get_queryset(self, request):
         return campaigns_with_numbers(campaigns=super().get_queryset(request))
