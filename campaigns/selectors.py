@@ -1,9 +1,10 @@
 """Reads of enrollments and suppressions that the services, the commands and the back office share."""
-from django.db.models import Q, QuerySet, Value
+from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower
 
 from campaigns.models import Campaign, Enrollment, Suppression
 from customers.models import Customer
+from lftrack.db import after_keyset
 
 
 def enrollments_of_customer(*, customer: Customer) -> QuerySet:
@@ -47,6 +48,5 @@ def enrollments_page(*, campaign: Campaign, state: str | None, after: tuple | No
     if state is not None:
         enrollments = enrollments.filter(state=state)
     if after is not None:
-        enrolled_at, pk = after
-        enrollments = enrollments.filter(Q(enrolled_at__lt=enrolled_at) | Q(enrolled_at=enrolled_at, pk__lt=pk))
+        enrollments = enrollments.filter(after_keyset("enrolled_at", after))
     return list(enrollments.select_related("customer").order_by("-enrolled_at", "-pk")[:limit])

@@ -4,6 +4,7 @@ from django.db.models.functions import Coalesce
 
 from conversions.models import ConversionEvent
 from customers.models import Customer
+from lftrack.db import after_keyset
 
 
 def conversions_of_customer(*, customer: Customer) -> QuerySet:
@@ -28,8 +29,7 @@ def conversions_page(
         if filters.get(name) is not None:
             events = events.filter(**{lookup: filters[name]})
     if after is not None:
-        occurred_at, pk = after
-        events = events.filter(Q(occurred_at__lt=occurred_at) | Q(occurred_at=occurred_at, pk__lt=pk))
+        events = events.filter(after_keyset("occurred_at", after))
     return list(
         events.select_related("customer").annotate(click_key=F("click__click_id")).order_by("-occurred_at", "-pk")[:limit]
     )

@@ -3,6 +3,7 @@ from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 
 from customers.models import Customer, CustomerActivity
+from lftrack.db import after_keyset
 from workspaces.models import Workspace
 
 
@@ -42,8 +43,7 @@ def customers_page(*, workspace_id: int, filters: dict, after: tuple | None, lim
         term = filters["search"]
         contacts = contacts.filter(Q(email__icontains=term) | Q(name__icontains=term) | Q(external_id__icontains=term))
     if after is not None:
-        created_at, pk = after
-        contacts = contacts.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+        contacts = contacts.filter(after_keyset("created_at", after))
     return list(contacts.order_by("-created_at", "-pk")[:limit])
 
 

@@ -5,6 +5,7 @@ from typing import Iterator
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
+from django.db.models import Q
 
 
 class _PreparingCursor(ServerBindingCursor):
@@ -59,3 +60,9 @@ def prepared_cursor() -> Iterator:
         cursor = db.make_debug_cursor(raw_cursor) if db.queries_logged else db.make_cursor(raw_cursor)
     with cursor:
         yield cursor
+
+
+def after_keyset(field: str, after: tuple) -> Q:
+    """Rows past the keyset (time, id) in newest-first order of (`field`, id): the read API's pages."""
+    moment, pk = after
+    return Q(**{f"{field}__lt": moment}) | Q(**{field: moment, "pk__lt": pk})
