@@ -28,7 +28,7 @@ from lftrack.api import (
     request_json,
 )
 from lftrack.errors import Unprocessable
-from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, string_messages
+from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, page_of, string_messages
 from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
 
 # Every request counts, whatever its outcome (docs/api.md, rate limits).
@@ -177,10 +177,7 @@ class RecipientOut(serializers.Serializer):
     last_sent_at = serializers.DateTimeField(allow_null=True)
 
 
-@extend_schema_serializer(component_name="RecipientPage")
-class RecipientPageOut(serializers.Serializer):
-    data = RecipientOut(many=True)
-    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+RecipientPageOut = page_of(RecipientOut, "RecipientPage")
 
 
 def recipient_out(enrollment: Enrollment) -> dict:

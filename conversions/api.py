@@ -54,7 +54,14 @@ from lftrack.api import (
     request_json,
 )
 from lftrack.errors import Forbidden, Unprocessable
-from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_response_object, error_responses, string_messages
+from lftrack.openapi import (
+    PAGE_PARAMETERS,
+    PagedAutoSchema,
+    error_response_object,
+    error_responses,
+    page_of,
+    string_messages,
+)
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
@@ -181,10 +188,7 @@ class ConversionReadOut(ConversionOut):
     invoice_id = serializers.CharField(allow_null=True)
 
 
-@extend_schema_serializer(component_name="ConversionPage")
-class ConversionPageOut(serializers.Serializer):
-    data = ConversionReadOut(many=True)
-    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+ConversionPageOut = page_of(ConversionReadOut, "ConversionPage")
 
 
 def conversion_read_out(conversion: ConversionEvent) -> dict:

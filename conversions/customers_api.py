@@ -16,7 +16,7 @@ from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_reference, customers_page
 from lftrack.api import PAGE_ERRORS, READ_LIMITS, cursor_encode, iso_utc, optional, page_out, page_position
 from lftrack.errors import NotFound, Unprocessable
-from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses
+from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, page_of
 from lftrack.ratelimit import rate_limit
 
 SEARCH_MAX = 200
@@ -46,10 +46,7 @@ class CustomerOut(serializers.Serializer):
     suppressed = SuppressionOut(allow_null=True, help_text="Null unless the address may not be emailed.")
 
 
-@extend_schema_serializer(component_name="CustomerPage")
-class CustomerPageOut(serializers.Serializer):
-    data = CustomerOut(many=True)
-    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+CustomerPageOut = page_of(CustomerOut, "CustomerPage")
 
 
 def customers_out(customers: list[Customer], workspace_id: int) -> dict[int, dict]:
@@ -86,10 +83,7 @@ class ActivityItemOut(serializers.Serializer):
     detail = serializers.DictField()
 
 
-@extend_schema_serializer(component_name="ActivityPage")
-class ActivityPageOut(serializers.Serializer):
-    data = ActivityItemOut(many=True)
-    next = serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one.")
+ActivityPageOut = page_of(ActivityItemOut, "ActivityPage")
 
 
 def _identity_item(activity: CustomerActivity) -> dict:

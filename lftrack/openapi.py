@@ -310,3 +310,14 @@ PAGE_PARAMETERS = [
     OpenApiParameter("limit", int, description="Items per page, 1 to 100; 50 by default."),
     OpenApiParameter("cursor", str, description="The `next` of the previous page."),
 ]
+
+
+def page_of(item: type, component_name: str) -> type:
+    """The serializer of a read API page, `{"data": [item...], "next": cursor | null}`, named in the schema."""
+    fields = {
+        "data": item(many=True),
+        "next": serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one."),
+    }
+    return extend_schema_serializer(component_name=component_name)(
+        type(f"{component_name}Out", (serializers.Serializer,), fields)
+    )
