@@ -31,7 +31,7 @@ def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 20) -> N
         try:
             requests.get(url, timeout=1)
             return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # a loaded machine may take a second to answer
             time.sleep(0.1)
     raise RuntimeError(f"{url} did not come up")
 
