@@ -19,29 +19,61 @@ from backoffice.scoping import (
     WorkspaceModelForm,
     WorkspaceScopedAdmin,
     WorkspaceScopedInline,
-    cents,
     scope,
 )
 from campaigns.models import Campaign
 from campaigns.services import campaign_link_create, campaign_post_set
 from clicks.models import Link, Post
 from clicks.selectors import DIMENSIONS, SAMPLE, clicks_breakdown
-from rollups.selectors import LINK_NUMBERS, LinkNumber, links_with_numbers, posts_with_numbers
+from lftrack.currencies import amount_text
+from rollups.selectors import COUNTS, LinkNumber, links_with_numbers, money_of, posts_with_numbers
 
 
 def _column(number: LinkNumber):
-    def column(self, obj) -> int | str:
-        value = getattr(obj, number.annotation)
-        return cents(value) if number.money else value
+    def column(self, obj) -> int:
+        return getattr(obj, number.annotation)
 
     return admin.display(description=number.heading, ordering=number.annotation)(column)
 
 
-# A list column per link number (rollups/selectors.py), shared by the post and link lists.
-NumbersColumns = type("NumbersColumns", (), {number.heading: _column(number) for number in LINK_NUMBERS})
+def revenue_text(revenue: list[dict]) -> str:
+    """Net revenue per currency, one line each; gross and refunded beside it when something was refunded."""
+    lines = [
+        (amount_text(entry["net_cents"], entry["currency"]),
+         f" (gross {amount_text(entry['gross_cents'], entry['currency'])}, refunded "
+         f"{amount_text(entry['refunded_cents'], entry['currency'])})" if entry["refunded_cents"] else "")
+        for entry in revenue
+    ]
+    return format_html_join(mark_safe("<br>"), "{}{}", lines) if lines else "-"
 
 
-NUMBERS = [number.heading for number in LINK_NUMBERS]
+class NumbersColumns:
+    """A list column per count of the link numbers (rollups/selectors.py), and the revenue per currency, net of
+    refunds, shared by the post and link lists: a page's revenue in one statement."""
+
+    money_group = "link"  # or "post"
+
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        rows = list(changelist.result_list)  # evaluated once: the page renders these same objects
+        money = money_of(group=self.money_group, ids=[row.pk for row in rows])
+        for row in rows:
+            row.revenue_shown = money[row.pk]
+        return changelist
+
+    @admin.display(description="revenue (net)")
+    def revenue(self, obj) -> str:
+        shown = getattr(obj, "revenue_shown", None)
+        if shown is None:  # an object page, or an inline row: its own statement
+            shown = money_of(group=self.money_group, ids=[obj.pk])[obj.pk]
+        return revenue_text(shown)
+
+
+for _number in COUNTS:
+    setattr(NumbersColumns, _number.heading, _column(_number))
+
+
+NUMBERS = [*(number.heading for number in COUNTS), "revenue"]
 
 
 def breakdown_table(**link_or_post) -> str:
@@ -95,6 +127,7 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
 
     view_roles = MEMBERS
     change_roles = OWNERS
+    money_group = "post"
     form = PostForm
     list_display = ["title", "campaign", "links", *NUMBERS, "created_at"]
     list_filter = [("campaign_post__campaign", admin.RelatedOnlyFieldListFilter), "workspace"]

@@ -29,6 +29,11 @@ class ConversionEvent(models.Model):
     channel = models.CharField(max_length=10, choices=Customer.Channel.choices)
     # A sale's charge or invoice id at the payment provider: one sale per workspace and invoice, forever.
     invoice_id = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # ISO 4217: the sale's currency, value_cents in its minor unit; on a lead, the workspace's (unused).
+    # Rows from before currencies were all the default, USD (a constant default: no table rewrite).
+    currency = models.CharField(max_length=3, default="USD", db_default="USD")
+    # Recorded with a test token: kept out of every number, never mailed, never sent to live webhooks.
+    is_test = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [
@@ -40,6 +45,7 @@ class ConversionEvent(models.Model):
             models.CheckConstraint(
                 condition=Q(channel__in=["api", "pixel", "manual"]), name="conversions_event_channel_valid"
             ),
+            models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_event_currency_code"),
             # The insert names this index (ON CONFLICT ... WHERE invoice_id <> ''): conversions/services.py.
             models.UniqueConstraint(
                 fields=["workspace", "invoice_id"], condition=~Q(invoice_id=""), name="conversions_event_one_per_invoice"
@@ -57,6 +63,48 @@ class ConversionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} #{self.pk}"
+
+
+class Refund(models.Model):
+    """A refund of part or all of a sale, never more than what is left of it (conversions/refunds.py). Append-only.
+
+    Its sale's link, currency, test flag and time are copied in (none of them ever changes), so the numbers
+    roll refunds up like any other rows, with no join: a refund counts on its sale's day, against its link.
+    """
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Not indexed alone: conversions_refund_sale leads with it.
+    conversion = models.ForeignKey(ConversionEvent, on_delete=models.CASCADE, related_name="refunds", db_index=False)
+    link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="+", db_index=False)
+    amount_cents = models.BigIntegerField()  # in the sale's currency's minor unit
+    currency = models.CharField(max_length=3)
+    sale_occurred_at = models.DateTimeField()
+    reason = models.CharField(max_length=500, blank=True, default="")
+    # The payment provider's refund id: one refund per workspace and id, forever.
+    refund_id = models.CharField(max_length=255, blank=True, default="")
+    is_test = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(amount_cents__gt=0), name="conversions_refund_amount_positive"),
+            models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_refund_currency_code"),
+            # The insert names this index (ON CONFLICT ... WHERE refund_id <> ''): conversions/refunds.py.
+            models.UniqueConstraint(
+                fields=["workspace", "refund_id"], condition=~Q(refund_id=""), name="conversions_refund_one_per_refund_id"
+            ),
+        ]
+        indexes = [
+            # What is left of a sale: the sum of its refunds.
+            models.Index(fields=["conversion", "id"], name="conversions_refund_sale"),
+            # Link numbers: a link's refunds above the roll-up watermark (rollups/).
+            models.Index(fields=["link", "id"], name="conversions_refund_link_tail"),
+            # The workspace's refunds, newest first.
+            models.Index(fields=["workspace", "-created_at"], name="conversions_refund_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"refund #{self.pk} of sale #{self.conversion_id}"
 
 
 class IdempotencyKey(models.Model):

@@ -13,15 +13,45 @@ class Watermark(models.Model):
         return f"{self.source} <= {self.last_id}"
 
 
-class LinkTotals(models.Model):
-    """A link's clicks and conversion events up to the watermarks of clicks_click and conversions_conversionevent."""
+class Numbers(models.Model):
+    """A link's numbers in one currency, up to the watermarks of their source tables. `currency` is '' on the row
+    of clicks and leads, which have no value; a sale's currency keys its row of sales, revenue and refunds, so
+    no sum ever mixes currencies. Bot clicks and test-mode events and refunds are never counted."""
 
-    link = models.OneToOneField("clicks.Link", on_delete=models.CASCADE, primary_key=True, related_name="totals")
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
-    clicks = models.BigIntegerField(default=0)
-    leads = models.BigIntegerField(default=0)
-    sales = models.BigIntegerField(default=0)
-    revenue_cents = models.BigIntegerField(default=0)
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="+", db_index=False)
+    currency = models.CharField(max_length=3, blank=True)
+    clicks = models.BigIntegerField(default=0, db_default=0)
+    leads = models.BigIntegerField(default=0, db_default=0)
+    sales = models.BigIntegerField(default=0, db_default=0)
+    revenue_cents = models.BigIntegerField(default=0, db_default=0)  # gross, in the currency's minor unit
+    refunded_cents = models.BigIntegerField(default=0, db_default=0)  # refunds of those sales, whenever they came
+
+    class Meta:
+        abstract = True
+
+
+class LinkTotals(Numbers):
+    """A link's numbers of all time: the post and link pages."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["link", "currency"], name="rollups_linktotals_one_per_currency")]
+
+
+class DailyTotals(Numbers):
+    """A link's numbers of one UTC day (a sale's refunds count on the sale's day): charts and ranges of any length
+    read a row per link, day and currency, however many clicks and events the day had."""
+
+    day = models.DateField()
+
+    class Meta:
+        verbose_name_plural = "daily totals"
+        constraints = [
+            # Also serves the numbers of given links over a range of days.
+            models.UniqueConstraint(fields=["link", "day", "currency"], name="rollups_dailytotals_one_per_day"),
+        ]
+        # A workspace's numbers over a range of days.
+        indexes = [models.Index(fields=["workspace", "day"], name="rollups_dailytotals_range")]
 
 
 class CampaignTotals(models.Model):

@@ -1,32 +1,72 @@
 """The numbers of links, posts and campaigns: rolled-up totals plus the live tail, and the registry of link numbers.
 
 Exact at every moment and a handful of index lookups per row, however big the tables grow
-(docs/benchmarks.md, "Data growth"). Every link number is declared once, in LINK_NUMBERS: the
-annotations below, the back office's columns and the roll-up statements (rollups/services.py) are
-made from it, so a new number is a LinkTotals column (and its migration) plus one entry here.
+(docs/benchmarks.md, "Data growth"). Every link number is declared once, in LINK_NUMBERS, and every table
+they come from once, in SOURCES: the annotations below, the back office's columns, the roll-up statements
+(rollups/services.py) and the numbers of any range of days (`daily_numbers`) are made from them, so a new
+number is a column of the totals (and its migration) plus one entry here.
 """
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone as dt_timezone
 
-from django.db import models
+from django.db import connection, models
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce
 
-from campaigns.models import CampaignLead
+from campaigns.models import CampaignLead, CampaignPost
 from clicks.models import Click, Link
-from conversions.models import ConversionEvent
-from rollups.models import CampaignNumberDelta, CampaignTotals, LinkTotals, Watermark
+from conversions.models import ConversionEvent, Refund
+from rollups.models import CampaignNumberDelta, CampaignTotals, DailyTotals, LinkTotals, Watermark
+
+
+@dataclass(frozen=True)
+class Source:
+    """An append-only table of rows carrying `link` and `workspace`, rolled up into the link totals.
+
+    SQL fragments name the table's row `x`; they are constants, never input.
+    """
+
+    model: type[models.Model]
+    counted: dict  # column = value: the rows that count at all (people's clicks, live-mode events)
+    moment: str  # the column whose UTC day a row counts on
+    currency: str  # the row's currency key: '' for rows without money
+
+    @property
+    def table(self) -> str:
+        return self.model._meta.db_table
+
+    @property
+    def day(self) -> str:
+        return f"(x.{self.moment} AT TIME ZONE 'UTC')::date"
+
+    @property
+    def where(self) -> str:
+        return " AND ".join(f"x.{column} = {_literal(value)}" for column, value in self.counted.items()) or "TRUE"
+
+
+def _literal(value: object) -> str:
+    return ("TRUE" if value else "FALSE") if isinstance(value, bool) else f"'{value}'"
+
+
+SOURCES = {
+    Click: Source(Click, {"is_bot": False}, "created_at", "''"),  # people only (clicks/bots.py)
+    ConversionEvent: Source(
+        ConversionEvent, {"is_test": False}, "occurred_at", "CASE WHEN x.event = 'sale' THEN x.currency ELSE '' END"
+    ),
+    Refund: Source(Refund, {"is_test": False}, "sale_occurred_at", "x.currency"),  # on the sale's day
+}
 
 
 @dataclass(frozen=True)
 class LinkNumber:
-    """A per-link number: COUNT(*) (or SUM(`summed`)) of `source`'s rows matching `where`."""
+    """A per-link number: COUNT(*) (or SUM(`summed`)) of `source`'s counted rows matching `where`."""
 
-    name: str  # the LinkTotals column, the annotation `n_<name>` and the column heading
-    source: type[models.Model]  # append-only rows carrying `link` and `workspace`
+    name: str  # the totals' column, the annotation `n_<name>` and the column heading
+    source: type[models.Model]  # a key of SOURCES
     where: dict[str, str]  # column = value, on the source rows
     summed: str | None = None
-    money: bool = False  # integer cents
+    money: bool = False  # in the minor unit of the row's currency: never summed across currencies
     label: str = ""  # the column heading, when not the name
 
     @property
@@ -38,16 +78,27 @@ class LinkNumber:
         return self.label or self.name
 
     def rows(self) -> QuerySet:
-        return self.source.objects.filter(**self.where)
+        return self.source.objects.filter(**SOURCES[self.source].counted, **self.where)
+
+    def sql(self) -> str:
+        """Its value over a group of the source's counted rows `x`."""
+        where = " AND ".join(f"x.{column} = {_literal(value)}" for column, value in self.where.items())
+        if self.summed:
+            value = f"SUM(x.{self.summed})" + (f" FILTER (WHERE {where})" if where else "")
+            return f"COALESCE({value}, 0)"
+        return "COUNT(*)" + (f" FILTER (WHERE {where})" if where else "")
 
 
 LINK_NUMBERS = (
-    LinkNumber("clicks", Click, {"is_bot": False}),  # people only (clicks/bots.py)
+    LinkNumber("clicks", Click, {}),
     LinkNumber("leads", ConversionEvent, {"event": ConversionEvent.Event.LEAD}),
     LinkNumber("sales", ConversionEvent, {"event": ConversionEvent.Event.SALE}),
     LinkNumber("revenue_cents", ConversionEvent, {"event": ConversionEvent.Event.SALE}, summed="value_cents", money=True,
-               label="revenue"),
+               label="gross"),
+    LinkNumber("refunded_cents", Refund, {}, summed="amount_cents", money=True, label="refunded"),
 )
+COUNTS = [number for number in LINK_NUMBERS if not number.money]
+MONEY = [number for number in LINK_NUMBERS if number.money]
 
 
 def watermark(model: type[models.Model]) -> Coalesce:
@@ -59,11 +110,6 @@ def watermark(model: type[models.Model]) -> Coalesce:
 def tail(queryset: QuerySet) -> QuerySet:
     """The rows not yet in the totals; served by an index on (parent, id): (link, id), (campaign, id)."""
     return queryset.filter(pk__gt=watermark(queryset.model))
-
-
-def total_of(totals: QuerySet, field: str) -> Coalesce:
-    """One totals row's `field` (totals are keyed by the outer row), 0 when it has none yet."""
-    return Coalesce(Subquery(totals.values(field)[:1], output_field=models.BigIntegerField()), 0)
 
 
 def count_of(queryset: QuerySet, group: str) -> Coalesce:
@@ -84,23 +130,27 @@ def _live(number: LinkNumber, group: str) -> Coalesce:
 
 
 def links_with_numbers(*, links: QuerySet) -> QuerySet:
-    """`links` annotated with every LINK_NUMBERS entry (`n_clicks`, ...)."""
+    """`links` annotated with the counts of LINK_NUMBERS (`n_clicks`, `n_leads`, `n_sales`); the money, per
+    currency, comes from `money_of_links`."""
     totals = LinkTotals.objects.filter(link=OuterRef("pk"))
     return links.annotate(
-        **{number.annotation: total_of(totals, number.name) + _live(number, "link") for number in LINK_NUMBERS}
+        **{number.annotation: sum_of(totals, "link", number.name) + _live(number, "link") for number in COUNTS}
     )
 
 
 def posts_with_numbers(*, posts: QuerySet) -> QuerySet:
-    """`posts` annotated with `n_links` and the sum over their links of every LINK_NUMBERS entry."""
+    """`posts` annotated with `n_links` and the sum over their links of the counts of LINK_NUMBERS; the money,
+    per currency, comes from `money_of_posts`."""
     totals = LinkTotals.objects.filter(link__post=OuterRef("pk"))
     return posts.annotate(
         n_links=count_of(Link.objects.filter(post=OuterRef("pk")), "post"),
-        **{
-            number.annotation: sum_of(totals, "link__post", number.name) + _live(number, "link__post")
-            for number in LINK_NUMBERS
-        },
+        **{number.annotation: sum_of(totals, "link__post", number.name) + _live(number, "link__post") for number in COUNTS},
     )
+
+
+def _total(totals: QuerySet, field: str) -> Coalesce:
+    """One totals row's `field` (totals are keyed by the outer row), 0 when it has none yet."""
+    return Coalesce(Subquery(totals.values(field)[:1], output_field=models.BigIntegerField()), 0)
 
 
 def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
@@ -111,10 +161,10 @@ def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
     deltas = tail(CampaignNumberDelta.objects.filter(campaign=OuterRef("pk")))
 
     def number(field: str) -> CombinedExpression:
-        return total_of(totals, field) + sum_of(deltas, "campaign", field)
+        return _total(totals, field) + sum_of(deltas, "campaign", field)
 
     return campaigns.annotate(
-        n_leads=total_of(totals, "leads") + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
+        n_leads=_total(totals, "leads") + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
         n_active=number("enrollments_active"),
         n_stopped=number("enrollments_stopped"),
         n_completed=number("enrollments_completed"),
@@ -123,3 +173,139 @@ def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
         n_unsubscribes=number("unsubscribes"),
         n_complaints=number("complaints"),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers per group and currency: totals rows plus every source's tail, in one statement.
+
+GROUPS = ("day", "link", "post", "campaign")
+_COLUMNS = [number.name for number in LINK_NUMBERS]
+_JOINS = (
+    f" JOIN {Link._meta.db_table} l ON l.id = x.link_id"
+    f" LEFT JOIN {CampaignPost._meta.db_table} cp ON cp.post_id = l.post_id"
+)
+_KEYS = {"link": "l.id", "post": "l.post_id", "campaign": "cp.campaign_id"}
+
+
+def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bool) -> str:
+    """(key, currency, *LINK_NUMBERS) per group and currency: the rows of `totals` plus the rows of each source
+    above its watermark. One statement, so one snapshot: the totals and the watermarks agree.
+
+    `scope` is SQL on the row `x` (workspace_id, link_id), its link `l` and the link's campaign post `cp`.
+    A tail is `x.id > %(mark_<table>)s AND x.id > (its watermark)`: the literal, read just before, lets the
+    planner see that the tail is a few rows at the end of the primary key (a watermark read inside the
+    statement is unknown when it plans, and a workspace of millions of rows would be scanned); the
+    subquery keeps the count exact if a roll-up committed in between.
+    """
+    sums = ", ".join(f"SUM(x.{column}) AS {column}" for column in _COLUMNS)
+    parts = [
+        f"SELECT {'x.day' if group == 'day' else _KEYS[group]} AS key, x.currency, {sums}"
+        f" FROM {totals._meta.db_table} x{_JOINS} WHERE {scope}"
+        + (" AND x.day >= %(since)s AND x.day <= %(until)s" if days else "")
+        + " GROUP BY 1, 2"
+    ]
+    for source in SOURCES.values():
+        values = ", ".join(number.sql() if number.source is source.model else "0" for number in LINK_NUMBERS)
+        mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{source.table}')"
+        parts.append(
+            f"SELECT {source.day if group == 'day' else _KEYS[group]}, {source.currency}, {values}"
+            f" FROM {source.table} x{_JOINS} WHERE {scope} AND {source.where}"
+            f" AND x.id > %(mark_{source.table})s AND x.id > {mark}"
+            + (f" AND x.{source.moment} >= %(start)s AND x.{source.moment} < %(end)s" if days else "")
+            + " GROUP BY 1, 2"
+        )
+    sums = ", ".join(f"SUM({column})::bigint" for column in _COLUMNS)
+    return f"SELECT key, currency, {sums} FROM ({' UNION ALL '.join(parts)}) n GROUP BY 1, 2"
+
+
+def _grouped(*, totals: type[models.Model], group: str, scope: str, params: dict, days: bool) -> dict:
+    """{key: [(currency, {column: value}), ...]} from `_grouped_sql`."""
+    marks = dict(Watermark.objects.values_list("source", "last_id"))
+    params = {**params, **{f"mark_{source.table}": marks.get(source.table, 0) for source in SOURCES.values()}}
+    with connection.cursor() as cursor:
+        cursor.execute(_grouped_sql(totals=totals, group=group, scope=scope, days=days), params)
+        rows = cursor.fetchall()
+    groups: dict = {}
+    for key, currency, *values in rows:
+        groups.setdefault(key, []).append((currency, dict(zip(_COLUMNS, values))))
+    return groups
+
+
+def numbers_of(rows: list[tuple[str, dict]]) -> dict:
+    """{"clicks", "leads", "sales", "revenue": [{"currency", "sales", "gross_cents", "refunded_cents",
+    "net_cents"}, ...]} from (currency, {column: value}) rows: the counts of all currencies together, the money
+    per currency (sorted by it), never added across currencies."""
+    numbers = {number.name: 0 for number in COUNTS}
+    money: dict[str, dict] = {}
+    for currency, values in rows:
+        for number in COUNTS:
+            numbers[number.name] += values[number.name]
+        if currency:
+            entry = money.setdefault(currency, {"currency": currency, "sales": 0, "gross_cents": 0, "refunded_cents": 0})
+            entry["sales"] += values["sales"]
+            entry["gross_cents"] += values["revenue_cents"]
+            entry["refunded_cents"] += values["refunded_cents"]
+    revenue = [{**entry, "net_cents": entry["gross_cents"] - entry["refunded_cents"]} for _, entry in sorted(money.items())]
+    return {**numbers, "revenue": revenue}
+
+
+def _link_scope(*, link_ids: list[int] | None, post_ids: list[int] | None, campaign_ids: list[int] | None) -> str:
+    return "".join(
+        f" AND {column} = ANY(%({name})s)"
+        for column, name, ids in (("l.id", "link_ids", link_ids), ("l.post_id", "post_ids", post_ids),
+                                  ("cp.campaign_id", "campaign_ids", campaign_ids))
+        if ids is not None
+    )
+
+
+def daily_numbers(
+    *,
+    workspace_id: int,
+    since: date,
+    until: date,
+    link_ids: list[int] | None = None,
+    post_ids: list[int] | None = None,
+    campaign_ids: list[int] | None = None,
+    group_by: str = "day",
+) -> dict:
+    """The workspace's numbers over the UTC days `since` to `until` (both included), exact at this moment:
+    the daily totals plus the rows not yet rolled up. Bot clicks and test-mode data are never counted; a
+    sale's refunds count on the sale's day. `link_ids`, `post_ids`, `campaign_ids` (a post's current
+    campaign) narrow to those links, ANDed together; None means all.
+
+    Returns {"total": numbers, "groups": [{"key": ..., **numbers}, ...]} where numbers is
+    {"clicks", "leads", "sales", "revenue": [{"currency", "sales", "gross_cents", "refunded_cents",
+    "net_cents"}, ...]} (revenue sorted by currency; counts are of all currencies). Groups by `group_by`:
+    "day" gives every day of the range in order, zeros included, keyed by a `date`; "link", "post" and
+    "campaign" give only those with numbers, keyed by id (campaign None: links whose post is in none),
+    most clicks first, then most leads, then by key.
+    """
+    if group_by not in GROUPS:
+        raise ValueError(f"group_by must be one of {', '.join(GROUPS)}")
+    start = datetime.combine(since, time.min, tzinfo=dt_timezone.utc)
+    end = datetime.combine(until + timedelta(days=1), time.min, tzinfo=dt_timezone.utc)
+    groups = _grouped(
+        totals=DailyTotals,
+        group=group_by,
+        scope="x.workspace_id = %(workspace)s" + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
+        params={"workspace": workspace_id, "since": since, "until": until, "start": start, "end": end,
+                "link_ids": link_ids, "post_ids": post_ids, "campaign_ids": campaign_ids},
+        days=True,
+    )
+    numbers = {key: numbers_of(rows) for key, rows in groups.items()}
+    if group_by == "day":
+        keys = [since + timedelta(days=n) for n in range((until - since).days + 1)]
+    else:
+        keys = sorted(numbers, key=lambda key: (-numbers[key]["clicks"], -numbers[key]["leads"], key is None, key or 0))
+    return {
+        "total": numbers_of([row for rows in groups.values() for row in rows]),
+        "groups": [{"key": key, **numbers.get(key, numbers_of([]))} for key in keys],
+    }
+
+
+def money_of(*, group: str, ids: list[int]) -> dict[int, list[dict]]:
+    """The revenue of all time per currency of each link (`group` "link") or post (its links together), by id:
+    the `revenue` of `numbers_of`. The back office's lists: a page of them in one statement."""
+    scope = {"link": "x.link_id = ANY(%(ids)s)", "post": "l.post_id = ANY(%(ids)s)"}[group]
+    groups = _grouped(totals=LinkTotals, group=group, scope=scope, params={"ids": list(ids)}, days=False) if ids else {}
+    return {pk: numbers_of(groups.get(pk, []))["revenue"] for pk in ids}

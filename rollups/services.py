@@ -1,7 +1,7 @@
 """numbers_roll_up: add the rows above each source table's watermark into the per-link and per-campaign totals.
 
-Clicks, conversion events and campaign leads are append-only (deleted only with their link, campaign
-or workspace, whose totals go with them), so a total plus the rows above the watermark is an exact
+Clicks, conversion events, refunds and campaign leads are append-only (deleted only with their link,
+campaign or workspace, whose totals go with them, or as test-mode data, which is never counted), so a total plus the rows above the watermark is an exact
 count at every moment; their write paths stay as they are: no trigger, no counter row, no extra statement.
 Enrollments, sends and suppressions change state: triggers (migration 0003) log each change of a
 campaign's numbers in the same statement as an append-only row of CampaignNumberDelta, rolled up the same way.
@@ -13,62 +13,51 @@ from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
 from customers.models import Customer
-from rollups.models import CampaignNumberDelta, CampaignTotals, LinkTotals, Watermark
-from rollups.selectors import LINK_NUMBERS
+from rollups.models import CampaignNumberDelta, CampaignTotals, DailyTotals, LinkTotals, Watermark
+from rollups.selectors import LINK_NUMBERS, SOURCES, Source
 
 WRITER_WAIT_SECONDS = 10.0
 
-_LINKS = LinkTotals._meta.db_table
 _CAMPAIGNS = CampaignTotals._meta.db_table
 _DELTAS = CampaignNumberDelta._meta.db_table
 _NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed", "sends", "complaints", "unsubscribes"]
 
 
-def _literal(value: object) -> str:
-    return ("TRUE" if value else "FALSE") if isinstance(value, bool) else f"'{value}'"
-
-
-def _link_add_sql(source: type) -> str:
-    """The statement that adds `source`'s rows in (from, to] to the link totals: its numbers of LINK_NUMBERS
-    (COUNT or SUM, per the entry) in their columns, zero in the others. The conditions are the registry's
-    own constants, not input."""
-
-    def value(number) -> str:
-        if number.source is not source:
-            return "0"
-        if not number.where and not number.summed:
-            return "COUNT(*)"
-        where = " AND ".join(f"{column} = {_literal(value)}" for column, value in number.where.items()) or "TRUE"
-        return f"COALESCE(SUM(CASE WHEN {where} THEN {number.summed or 1} END), 0)"
-
-    columns = [number.name for number in LINK_NUMBERS]
-    mine = [number.name for number in LINK_NUMBERS if number.source is source]
+def _link_add_sql(source: Source, totals: type) -> str:
+    """The statement that adds `source`'s counted rows in (from, to] to `totals` (LinkTotals, or DailyTotals
+    by the rows' UTC day), per link and currency: its numbers of LINK_NUMBERS in their columns."""
+    keys = ["link_id", *(["day"] if totals is DailyTotals else []), "currency"]
+    exprs = ["x.link_id", *([source.day] if totals is DailyTotals else []), source.currency]
+    mine = [number for number in LINK_NUMBERS if number.source is source.model]
+    table = totals._meta.db_table
     return (
-        f"INSERT INTO {_LINKS} (link_id, workspace_id, {', '.join(columns)})"
-        f" SELECT link_id, MIN(workspace_id), {', '.join(value(number) for number in LINK_NUMBERS)}"
-        f" FROM {source._meta.db_table} WHERE id > %s AND id <= %s GROUP BY link_id"
-        f" ON CONFLICT (link_id) DO UPDATE SET {', '.join(f'{c} = {_LINKS}.{c} + excluded.{c}' for c in mine)}"
+        f"INSERT INTO {table} (workspace_id, {', '.join(keys)}, {', '.join(number.name for number in mine)})"
+        f" SELECT MIN(x.workspace_id), {', '.join(exprs)}, {', '.join(number.sql() for number in mine)}"
+        f" FROM {source.table} x WHERE x.id > %s AND x.id <= %s AND {source.where}"
+        f" GROUP BY {', '.join(str(n) for n in range(2, len(keys) + 2))}"
+        f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET"
+        f" {', '.join(f'{n.name} = {table}.{n.name} + excluded.{n.name}' for n in mine)}"
     )
 
 
-# One set-based statement per source: the rows in (from, to] grouped per link or campaign, added in.
-# MIN(workspace_id): a link's rows all carry its workspace; grouping by link alone keeps one row per key.
+# One set-based statement per source and totals table: the rows in (from, to] grouped per link (and day) and
+# currency, or per campaign, added in. MIN(workspace_id): a link's rows all carry its workspace.
 _ADD_SQL = {
-    **{source: _link_add_sql(source) for source in dict.fromkeys(number.source for number in LINK_NUMBERS)},
-    CampaignLead: (
+    **{model: [_link_add_sql(source, totals) for totals in (LinkTotals, DailyTotals)] for model, source in SOURCES.items()},
+    CampaignLead: [
         f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads)"
         f" SELECT campaign_id, MIN(workspace_id), COUNT(*) FROM {CampaignLead._meta.db_table}"
         f" WHERE id > %s AND id <= %s GROUP BY campaign_id"
         f" ON CONFLICT (campaign_id) DO UPDATE SET leads = {_CAMPAIGNS}.leads + excluded.leads"
-    ),
+    ],
     # The join skips the deltas of campaigns deleted since (the log has no foreign key).
-    CampaignNumberDelta: (
+    CampaignNumberDelta: [
         f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {', '.join(_NUMBERS)})"
         f" SELECT d.campaign_id, MIN(c.workspace_id), 0, {', '.join(f'SUM(d.{n})' for n in _NUMBERS)}"
         f" FROM {_DELTAS} d JOIN {Campaign._meta.db_table} c ON c.id = d.campaign_id"
         f" WHERE d.id > %s AND d.id <= %s GROUP BY d.campaign_id"
         f" ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = {_CAMPAIGNS}.{n} + excluded.{n}' for n in _NUMBERS)}"
-    ),
+    ],
 }
 
 # Counted from the source tables, for --rebuild: the same numbers the triggers log changes of.
@@ -145,7 +134,8 @@ def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
         return None
     if top > mark.last_id:
         with connection.cursor() as cursor:
-            cursor.execute(_ADD_SQL[model], [mark.last_id, top])
+            for statement in _ADD_SQL[model]:
+                cursor.execute(statement, [mark.last_id, top])
             if model is CampaignNumberDelta:  # a log, not data: its rows are in the totals now
                 cursor.execute(f"DELETE FROM {table} WHERE id <= %s", [top])
         Watermark.objects.filter(pk=mark.pk).update(last_id=top, rolled_up_at=timezone.now())
@@ -162,6 +152,7 @@ def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
     """Drops the totals and counts everything again from the source tables, for after rows were deleted or
     changed by hand; readers see the old totals until it commits."""
     LinkTotals.objects.all().delete()
+    DailyTotals.objects.all().delete()
     CampaignTotals.objects.all().delete()
     Watermark.objects.all().update(last_id=0, rolled_up_at=None)
     result = {

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost, EmailSend, Enrollment, Suppression
 from clicks.models import Click, Link, Post
-from conversions.models import ConversionEvent
+from conversions.models import ConversionEvent, Refund
 from customers.models import Customer, CustomerActivity
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.services import api_token_create
@@ -119,6 +119,22 @@ class ConversionEventFactory(factory.django.DjangoModelFactory):
     event = ConversionEvent.Event.LEAD
     occurred_at = factory.LazyFunction(timezone.now)
     channel = Customer.Channel.API
+
+
+class RefundFactory(factory.django.DjangoModelFactory):
+    """A refund as the refund service stores it: the sale's link, currency, test flag and time copied in."""
+
+    class Meta:
+        model = Refund
+
+    conversion = factory.SubFactory(ConversionEventFactory, event=ConversionEvent.Event.SALE, value_cents=10000)
+    workspace = factory.SelfAttribute("conversion.workspace")
+    link = factory.SelfAttribute("conversion.link")
+    currency = factory.SelfAttribute("conversion.currency")
+    is_test = factory.SelfAttribute("conversion.is_test")
+    sale_occurred_at = factory.SelfAttribute("conversion.occurred_at")
+    amount_cents = 1000
+    created_at = factory.LazyFunction(timezone.now)
 
 
 class CampaignFactory(factory.django.DjangoModelFactory):

@@ -1,16 +1,20 @@
 """Post, link and campaign numbers equal a plain COUNT over the rows, before and after each roll-up."""
 import json
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.db.models import Sum
 from django.urls import reverse
+from django.utils import timezone
 
 from campaigns.models import CampaignLead
 from clicks.models import Click
-from conversions.models import ConversionEvent
+from conversions.models import ConversionEvent, Refund
+from lftrack.currencies import amount_text
 from rollups.models import CampaignNumberDelta, LinkTotals, Watermark
+from rollups.selectors import money_of
 from rollups.services import numbers_rebuild, numbers_roll_up
 from tests.factories import (
     CampaignFactory,
@@ -19,37 +23,63 @@ from tests.factories import (
     ConversionEventFactory,
     LinkFactory,
     PostFactory,
+    RefundFactory,
 )
 
 pytestmark = pytest.mark.django_db
 
 
 def counted(link_filter: dict) -> tuple:
-    """The numbers the way a plain query over all rows gives them."""
-    events = ConversionEvent.objects.filter(**link_filter)
+    """The numbers the way plain queries over all rows give them: people's clicks, live-mode leads and sales,
+    and each currency's sales, gross, refunded and net."""
+    events = ConversionEvent.objects.filter(is_test=False, **link_filter)
+    sales = events.filter(event="sale")
+    refunds = Refund.objects.filter(is_test=False, **link_filter)
+    revenue = []
+    for currency in sorted(set(sales.values_list("currency", flat=True))):
+        gross = sales.filter(currency=currency).aggregate(total=Sum("value_cents"))["total"] or 0
+        refunded = refunds.filter(currency=currency).aggregate(total=Sum("amount_cents"))["total"] or 0
+        revenue.append({"currency": currency, "sales": sales.filter(currency=currency).count(), "gross_cents": gross,
+                        "refunded_cents": refunded, "net_cents": gross - refunded})
     return (
-        Click.objects.filter(**link_filter).count(),
+        Click.objects.filter(is_bot=False, **link_filter).count(),
         events.filter(event="lead").count(),
-        events.filter(event="sale").count(),
-        events.filter(event="sale").aggregate(total=Sum("value_cents"))["total"] or 0,
+        sales.count(),
+        revenue,
     )
 
 
-def shown(row) -> tuple:
-    return row.n_clicks, row.n_leads, row.n_sales, row.n_revenue_cents
+def shown(row, group: str = "link") -> tuple:
+    revenue = getattr(row, "revenue_shown", None)
+    if revenue is None:
+        revenue = money_of(group=group, ids=[row.pk])[row.pk]
+    return row.n_clicks, row.n_leads, row.n_sales, revenue
 
 
-def shown_totals(totals) -> tuple:
-    return totals.clicks, totals.leads, totals.sales, totals.revenue_cents
+def shown_totals(link) -> tuple:
+    rows = LinkTotals.objects.filter(link=link)
+    return (
+        sum(row.clicks for row in rows), sum(row.leads for row in rows), sum(row.sales for row in rows),
+        {row.currency: (row.revenue_cents, row.refunded_cents) for row in rows if row.currency},
+    )
 
 
 def activity(link, campaign, n: int) -> None:
-    """n clicks on `link`, a lead on each, a sale on every other one, and a campaign lead per click."""
+    """n clicks on `link` (and a bot's), a lead on each (and a test-mode one), a sale on every other one, in
+    three currencies, backdated by a day more each time, each refunded in part (and a test-mode sale), and a
+    campaign lead per click."""
     for i in range(n):
         click = ClickFactory(link=link)
+        ClickFactory(link=link, is_bot=True)
         ConversionEventFactory(click=click, event="lead")
+        ConversionEventFactory(click=click, event="lead", is_test=True)
         if i % 2:
-            ConversionEventFactory(click=click, event="sale", value_cents=1000 + i)
+            sale = ConversionEventFactory(
+                click=click, event="sale", value_cents=1000 + i, currency=("EUR", "JPY", "USD")[i % 3],
+                occurred_at=timezone.now() - timedelta(days=i),
+            )
+            RefundFactory(conversion=sale, amount_cents=100 + i)
+            RefundFactory(conversion=ConversionEventFactory(click=click, event="sale", value_cents=777, is_test=True))
         CampaignLeadFactory(enrollment__campaign=campaign)
 
 
@@ -59,7 +89,9 @@ def assert_pages_match_counts(client, acme_posts, campaign) -> None:
     for post in acme_posts:
         assert shown(rows[post.pk]) == counted({"link__post": post})
         page = client.get(reverse("admin:clicks_post_change", args=[post.pk]))
-        assert shown(page.context["original"]) == counted({"link__post": post})
+        assert shown(page.context["original"], "post") == counted({"link__post": post})
+        for entry in counted({"link__post": post})[3]:
+            assert amount_text(entry["net_cents"], entry["currency"]) in page.content.decode()
         for form in page.context["inline_admin_formsets"][0]:
             assert shown(form.original) == counted({"link": form.original})
     links = client.get(reverse("admin:clicks_link_changelist")).context["cl"].result_list
@@ -80,7 +112,7 @@ def test_numbers_are_exact_before_between_and_after_roll_ups(as_bob, acme, globe
     assert_pages_match_counts(as_bob, [launch, quiet], campaign)  # nothing rolled up yet: all tail
 
     numbers_roll_up()
-    assert LinkTotals.objects.get(link=busy).clicks == 3
+    assert shown_totals(busy)[0] == 3
     assert_pages_match_counts(as_bob, [launch, quiet], campaign)  # all in the totals
 
     activity(busy, campaign, 2)  # rows arriving between roll-ups, on links with and without totals
@@ -93,7 +125,7 @@ def test_numbers_are_exact_before_between_and_after_roll_ups(as_bob, acme, globe
     assert_pages_match_counts(as_bob, [launch, quiet], campaign)
     numbers_roll_up()
     assert_pages_match_counts(as_bob, [launch, quiet], campaign)
-    assert shown_totals(LinkTotals.objects.get(link=theirs)) == (2, 2, 1, 1001)  # rolled up, never shown to bob
+    assert shown_totals(theirs) == (2, 2, 1, {"JPY": (1001, 101)})  # rolled up, never shown to bob
 
 
 def test_totals_match_counts_per_link(acme):
@@ -103,7 +135,9 @@ def test_totals_match_counts_per_link(acme):
     numbers_roll_up()
     activity(link, campaign, 1)
     numbers_roll_up()
-    assert shown_totals(LinkTotals.objects.get(link=link)) == counted({"link": link})
+    clicks, leads, sales, revenue = counted({"link": link})
+    assert shown_totals(link) == (clicks, leads, sales, {
+        entry["currency"]: (entry["gross_cents"], entry["refunded_cents"]) for entry in revenue})
     assert campaign.totals.leads == 5
 
 
@@ -117,15 +151,16 @@ def test_command_prints_each_tables_watermark_and_rebuild_recounts(acme):
     assert json.loads(out.getvalue()) == {
         "clicks_click": Click.objects.latest("pk").pk,
         "conversions_conversionevent": ConversionEvent.objects.latest("pk").pk,
+        "conversions_refund": Refund.objects.latest("pk").pk,
         "campaigns_campaignlead": CampaignLead.objects.latest("pk").pk,
         "rollups_campaignnumberdelta": newest_delta,
     }
     assert not CampaignNumberDelta.objects.exists()
-    Click.objects.filter(pk=Click.objects.latest("pk").pk).delete()  # by hand: totals are now one too many
-    assert LinkTotals.objects.get(link=link).clicks == 2
+    Click.objects.filter(is_bot=False).latest("pk").delete()  # by hand, with its events: totals are now too many
+    assert shown_totals(link) == (2, 2, 1, {"JPY": (1001, 101)})
     numbers_rebuild()
-    assert (LinkTotals.objects.get(link=link).clicks, campaign.totals.leads) == (1, 2)
-    assert Watermark.objects.count() == 4
+    assert (shown_totals(link), campaign.totals.leads) == ((1, 1, 0, {}), 2)
+    assert Watermark.objects.count() == 5
 
 
 def test_command_refuses_a_silly_wait(acme):

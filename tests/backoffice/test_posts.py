@@ -3,6 +3,7 @@ import pytest
 from django.urls import reverse
 
 from clicks.models import Link, Post
+from rollups.selectors import money_of
 from tests.factories import CampaignFactory, ClickFactory, ConversionEventFactory, LinkFactory, PostFactory
 
 pytestmark = pytest.mark.django_db
@@ -19,14 +20,16 @@ def launch(acme, globex):
     ConversionEventFactory(click=clicks[1], event="sale", value_cents=49000)
     ConversionEventFactory(click=clicks[2], event="sale", value_cents=1050)
     ConversionEventFactory(click=clicks[2], event="sale", value_cents=None)  # a sale without value counts, adds nothing
+    ConversionEventFactory(click=clicks[2], event="sale", value_cents=1999, currency="EUR")  # never added to dollars
     ConversionEventFactory(click=clicks[3], event="lead")
     other = LinkFactory(post__workspace=globex)
     ConversionEventFactory(click=ClickFactory(link=other), event="sale", value_cents=999999)
     return post, busy, quiet
 
 
-def numbers(obj) -> tuple:
-    return obj.n_clicks, obj.n_leads, obj.n_sales, obj.n_revenue_cents
+def numbers(obj, group: str = "link") -> tuple:
+    revenue = getattr(obj, "revenue_shown", None) or money_of(group=group, ids=[obj.pk])[obj.pk]
+    return obj.n_clicks, obj.n_leads, obj.n_sales, {entry["currency"]: entry["net_cents"] for entry in revenue}
 
 
 def test_post_page_lists_its_links_with_their_numbers(as_bob, launch):
@@ -35,9 +38,9 @@ def test_post_page_lists_its_links_with_their_numbers(as_bob, launch):
     assert response.status_code == 200
     inline = response.context["inline_admin_formsets"][0]
     rows = {form.original.pk: numbers(form.original) for form in inline}
-    assert rows == {busy.pk: (3, 2, 3, 50050), quiet.pk: (1, 1, 0, 0)}
+    assert rows == {busy.pk: (3, 2, 4, {"USD": 50050, "EUR": 1999}), quiet.pk: (1, 1, 0, {})}
     page = response.content.decode()
-    assert f"/l/{busy.key}" in page and "500.50" in page
+    assert f"/l/{busy.key}" in page and "19.99 EUR<br>500.50 USD" in page
 
 
 def test_post_list_sums_its_links(as_bob, launch):
@@ -45,14 +48,15 @@ def test_post_list_sums_its_links(as_bob, launch):
     response = as_bob.get(reverse("admin:clicks_post_changelist"))
     (row,) = response.context["cl"].result_list
     assert row.pk == post.pk and row.n_links == 2
-    assert numbers(row) == (4, 3, 3, 50050)
+    assert numbers(row, "post") == (4, 3, 4, {"USD": 50050, "EUR": 1999})
+    assert "19.99 EUR<br>500.50 USD" in response.content.decode()
 
 
 def test_link_list_has_the_same_numbers(as_bob, launch):
     _, busy, quiet = launch
     response = as_bob.get(reverse("admin:clicks_link_changelist"))
     rows = {link.pk: numbers(link) for link in response.context["cl"].result_list}
-    assert rows == {busy.pk: (3, 2, 3, 50050), quiet.pk: (1, 1, 0, 0)}
+    assert rows == {busy.pk: (3, 2, 4, {"USD": 50050, "EUR": 1999}), quiet.pk: (1, 1, 0, {})}
 
 
 def test_owner_moves_a_post_into_a_campaign(as_alice, as_bob, launch, acme):
