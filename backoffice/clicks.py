@@ -56,16 +56,19 @@ class NumbersColumns:
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)
         rows = list(changelist.result_list)  # evaluated once: the page renders these same objects
-        money = money_of(group=self.money_group, ids=[row.pk for row in rows])
+        money = self.money_for([row.pk for row in rows])
         for row in rows:
-            row.revenue_shown = money[row.pk]
+            row.revenue_shown = money.get(row.pk, [])
         return changelist
+
+    def money_for(self, ids: list[int]) -> dict[int, list[dict]]:
+        return money_of(group=self.money_group, **{f"{self.money_group}_ids": ids})
 
     @admin.display(description="revenue (net)")
     def revenue(self, obj) -> str:
         shown = getattr(obj, "revenue_shown", None)
-        if shown is None:  # an object page, or an inline row: its own statement
-            shown = money_of(group=self.money_group, ids=[obj.pk])[obj.pk]
+        if shown is None:  # an object page: its own statement
+            shown = self.money_for([obj.pk]).get(obj.pk, [])
         return revenue_text(shown)
 
 
@@ -103,6 +106,14 @@ class LinkInline(NumbersColumns, WorkspaceScopedInline):
 
     def get_queryset(self, request):
         return links_with_numbers(links=super().get_queryset(request)).order_by("pk")
+
+    def revenue(self, obj: Link) -> str:
+        """The post's links are rows of one page: their revenue in one statement, for the first of them."""
+        if getattr(self, "_money", None) is None:
+            self._money = money_of(group="link", post_ids=[obj.post_id])
+        return revenue_text(self._money.get(obj.pk, []))
+
+    revenue.short_description = NumbersColumns.revenue.short_description
 
     @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:

@@ -292,7 +292,8 @@ def query_int(params, name: str, *, high: int = BIGINT_MAX) -> int | None:
     raw = params.get(name)
     if raw is None:
         return None
-    if not raw.isdigit() or not 1 <= int(raw) <= high:
+    # ASCII digits only, and few of them: int() refuses "²" and 5,000-digit strings with a ValueError (a 500).
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or not 1 <= int(raw) <= high:
         raise Unprocessable(f"{name} must be an integer")
     return int(raw)
 

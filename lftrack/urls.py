@@ -12,6 +12,7 @@ from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
+from rollups.api import AnalyticsViewSet
 from workspaces.views import invitation
 
 router = SimpleRouter(trailing_slash=False)
@@ -22,6 +23,7 @@ router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basenam
 router.register(r"campaigns/(?P<slug>[^/]+)/enrollments", CampaignEnrollmentViewSet, basename="campaign-enrollment")
 router.register("email-events", EmailEventViewSet, basename="email-event")
 router.register("customers", CustomerViewSet, basename="customer")
+router.register("analytics", AnalyticsViewSet, basename="analytics")
 
 urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),

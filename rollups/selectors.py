@@ -218,9 +218,10 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
     return f"SELECT key, currency, {sums} FROM ({' UNION ALL '.join(parts)}) n GROUP BY 1, 2"
 
 
-def _grouped(*, totals: type[models.Model], group: str, scope: str, params: dict, days: bool) -> dict:
-    """{key: [(currency, {column: value}), ...]} from `_grouped_sql`."""
-    marks = dict(Watermark.objects.values_list("source", "last_id"))
+def _grouped(*, totals: type[models.Model], group: str, scope: str, params: dict, days: bool, hints: bool = True) -> dict:
+    """{key: [(currency, {column: value}), ...]} from `_grouped_sql`; `hints`: read the watermarks first, for
+    the planner (without, the literal is 0 and the watermark subquery alone bounds each tail)."""
+    marks = dict(Watermark.objects.values_list("source", "last_id")) if hints else {}
     params = {**params, **{f"mark_{source.table}": marks.get(source.table, 0) for source in SOURCES.values()}}
     with connection.cursor() as cursor:
         cursor.execute(_grouped_sql(totals=totals, group=group, scope=scope, days=days), params)
@@ -303,9 +304,16 @@ def daily_numbers(
     }
 
 
-def money_of(*, group: str, ids: list[int]) -> dict[int, list[dict]]:
-    """The revenue of all time per currency of each link (`group` "link") or post (its links together), by id:
-    the `revenue` of `numbers_of`. The back office's lists: a page of them in one statement."""
-    scope = {"link": "x.link_id = ANY(%(ids)s)", "post": "l.post_id = ANY(%(ids)s)"}[group]
-    groups = _grouped(totals=LinkTotals, group=group, scope=scope, params={"ids": list(ids)}, days=False) if ids else {}
-    return {pk: numbers_of(groups.get(pk, []))["revenue"] for pk in ids}
+def money_of(*, group: str, link_ids: list[int] | None = None, post_ids: list[int] | None = None) -> dict[int, list[dict]]:
+    """The revenue of all time per currency of each link (`group` "link") or post (its links together) of the
+    links or posts named, by id: the `revenue` of `numbers_of`; absent when it has none. The back office's
+    lists: a page of them in one statement (a link's tail is its (link, id) index: no watermark hint needed)."""
+    scope = " AND ".join(
+        f"{column} = ANY(%({name})s)" for column, name, ids in (("x.link_id", "link_ids", link_ids),
+                                                               ("l.post_id", "post_ids", post_ids)) if ids is not None
+    )
+    if not (link_ids or post_ids):
+        return {}
+    params = {"link_ids": link_ids, "post_ids": post_ids}
+    groups = _grouped(totals=LinkTotals, group=group, scope=scope, params=params, days=False, hints=False)
+    return {pk: numbers_of(rows)["revenue"] for pk, rows in groups.items()}

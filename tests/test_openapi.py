@@ -32,6 +32,7 @@ CUSTOMERS = "/api/v1/customers"
 ENROLLMENTS = "/api/v1/campaigns/{slug}/enrollments"
 CUSTOMER = "/api/v1/customers/{id}"
 ACTIVITY = "/api/v1/customers/{id}/activity"
+ANALYTICS = "/api/v1/analytics"
 SHOP = "https://shop.acme.example"
 
 
@@ -85,6 +86,7 @@ def test_every_v1_operation_is_described():
         (CUSTOMER, "get"),
         (ENROLLMENTS, "get"),
         (ACTIVITY, "get"),
+        (ANALYTICS, "get"),
     }
 
 
@@ -282,6 +284,10 @@ SCENARIOS = {
     (CUSTOMER, "get"): {
         **_reads(_customer_path, breaks="conversions.customers_api.customer_by_reference"),
         "404": lambda api, w: api.get(CUSTOMER.replace("{id}", "ext_nobody"), token=w["token"]),
+    },
+    (ANALYTICS, "get"): {
+        **_reads(lambda w: ANALYTICS, {"group_by": "week"}, breaks="rollups.api.daily_numbers"),
+        "404": lambda api, w: api.get(ANALYTICS, {"campaign": "nope"}, token=w["token"]),
     },
     (EMAIL_EVENTS, "post"): {
         "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),

@@ -52,7 +52,7 @@ def counted(link_filter: dict) -> tuple:
 def shown(row, group: str = "link") -> tuple:
     revenue = getattr(row, "revenue_shown", None)
     if revenue is None:
-        revenue = money_of(group=group, ids=[row.pk])[row.pk]
+        revenue = money_of(group=group, **{f"{group}_ids": [row.pk]}).get(row.pk, [])
     return row.n_clicks, row.n_leads, row.n_sales, revenue
 
 

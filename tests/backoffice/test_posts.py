@@ -28,7 +28,7 @@ def launch(acme, globex):
 
 
 def numbers(obj, group: str = "link") -> tuple:
-    revenue = getattr(obj, "revenue_shown", None) or money_of(group=group, ids=[obj.pk])[obj.pk]
+    revenue = getattr(obj, "revenue_shown", None) or money_of(group=group, **{f"{group}_ids": [obj.pk]}).get(obj.pk, [])
     return obj.n_clicks, obj.n_leads, obj.n_sales, {entry["currency"]: entry["net_cents"] for entry in revenue}
 
 

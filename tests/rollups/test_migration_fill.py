@@ -36,7 +36,7 @@ def test_the_fill_counts_what_the_watermarks_cover_and_the_tail_the_rest(acme):
     Watermark.objects.bulk_create([Watermark(source=source, last_id=last_id) for source, last_id in marks.items()])
     migrate()
 
-    assert money_of(group="link", ids=[link.pk])[link.pk] == [
+    assert money_of(group="link", link_ids=[link.pk])[link.pk] == [
         {"currency": "JPY", "sales": 1, "gross_cents": 500, "refunded_cents": 0, "net_cents": 500},
         {"currency": "USD", "sales": 3, "gross_cents": 3600, "refunded_cents": 0, "net_cents": 3600},
     ]
