@@ -5,7 +5,7 @@ admin autodiscovery imports this module, which registers each app's screens by i
 """
 from django.contrib import admin
 
-from backoffice import campaigns, clicks, conversions, customers, workspaces  # noqa: F401  (they register)
+from backoffice import campaigns, clicks, conversions, customers, webhooks, workspaces  # noqa: F401  (they register)
 
 admin.site.site_header = "lftrack back office"
 admin.site.site_title = "lftrack"

@@ -20,7 +20,7 @@ from django.utils import timezone
 from campaigns.mail import message_id_new
 from campaigns.models import CampaignLead, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at
-from campaigns.services import CONFIRM_WITHIN, LeadOutcome, _share_sequence
+from campaigns.services import CONFIRM_WITHIN, LeadOutcome, _share_sequence, enrollment_event
 from customers.models import Customer
 from lftrack.errors import BadRequest
 
@@ -70,10 +70,16 @@ def confirmation_message(enrollment: Enrollment) -> EmailMessage:
     )
 
 
+def pending_enrollments_expire(*, now: datetime) -> int:
+    """Delete the pending enrollments nobody confirmed in time (the sender's passes and a periodic job)."""
+    deleted, _ = Enrollment.objects.filter(state=State.PENDING, confirm_by__lte=now).delete()
+    return deleted
+
+
 def confirmations_send(*, now: datetime, mailer) -> int:
     """One batch of the sender's pass: delete what waited too long, then mail the confirmations due.
     Returns how many went. At most once: an enrollment is marked before its email leaves."""
-    Enrollment.objects.filter(state=State.PENDING, confirm_by__lte=now).delete()
+    pending_enrollments_expire(now=now)
     waiting = Enrollment.objects.filter(state=State.PENDING, confirmation_sent_at__isnull=True, confirm_by__gt=now)
     if not waiting.exists():
         return 0
@@ -153,4 +159,5 @@ def enrollment_confirm(*, enrollment_id: int) -> Enrollment | None:
         outcome=LeadOutcome.CREATED if customer.source == Customer.Channel.PIXEL else LeadOutcome.REUSED,
         channel=Customer.Channel.PIXEL,
     )
+    enrollment_event(enrollment, "enrollment.created")
     return enrollment

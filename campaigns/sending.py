@@ -43,7 +43,7 @@ from campaigns.delivery import Delivery, Mailer, deliver
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.schedule import step_due_at
-from campaigns.services import suppression_add
+from campaigns.services import enrollment_event, suppression_add
 from campaigns.unsubscribe import unsubscribe_url
 from lftrack.errors import Unprocessable
 from lftrack.logs import request_id_var
@@ -236,6 +236,11 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
 
         EmailSend.objects.bulk_create([reservation.send for reservation in reservations])
         _enrollments_save(due)
+        for enrollment in due:  # the state changes of this batch, reported in its transaction
+            if enrollment.state == State.STOPPED:
+                enrollment_event(enrollment, "enrollment.stopped")
+            elif enrollment.state == State.COMPLETED:
+                enrollment_event(enrollment, "enrollment.completed")
     return reservations, len(due)
 
 

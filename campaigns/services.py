@@ -21,6 +21,8 @@ from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_email
 from customers.services import customer_match
 from lftrack.errors import NotFound, Unprocessable
+from webhooks.events import SUPPRESSION_EVENTS
+from webhooks.outbox import event_emit
 from workspaces.models import Workspace
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "campaign_resume",
     "enrollment_next_send_at",
     "enrollment_resume",
+    "enrollment_event",
     "enrollment_stop",
     "next_send_at_expression",
     "suppression_add",
@@ -170,9 +173,11 @@ def _schedule_for_step(email: CampaignEmail) -> int:
 @transaction.atomic
 def campaign_pause(*, campaign: Campaign) -> Campaign:
     """Hold the campaign's due emails (the sender claims none) until `campaign_resume`; enrolling goes on."""
-    Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.ACTIVE).update(
+    paused = Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.ACTIVE).update(
         status=Campaign.Status.PAUSED, paused_at=timezone.now()
     )
+    if paused:
+        event_emit(workspace_id=campaign.workspace_id, type="campaign.paused", subject_id=campaign.pk)
     campaign.refresh_from_db(fields=["status", "paused_at"])
     return campaign
 
@@ -280,7 +285,16 @@ def campaign_enroll(
         channel=channel,
         conversion_id=conversion_id,
     )
+    enrollment_event(enrollment, "enrollment.created")
     return LeadResult(outcome, customer, enrollment)
+
+
+def enrollment_event(enrollment: Enrollment, event_type: str) -> None:
+    """The webhook event of an enrollment's change, in the caller's transaction."""
+    event_emit(
+        workspace_id=enrollment.workspace_id, type=event_type, subject_id=enrollment.pk,
+        customer_id=enrollment.customer_id,
+    )
 
 
 def _already_enrolled(*, campaign: Campaign, customer: Customer) -> LeadResult | None:
@@ -353,10 +367,13 @@ def _enrollment_insert(
 @transaction.atomic
 def enrollment_stop(*, enrollment: Enrollment) -> Enrollment:
     """Stop an active enrollment: nothing more is sent until a resume. Stopping twice changes nothing."""
-    Enrollment.objects.filter(pk=enrollment.pk, state=State.ACTIVE).update(
+    stopped = Enrollment.objects.filter(pk=enrollment.pk, state=State.ACTIVE).update(
         state=State.STOPPED, stopped_at=timezone.now(), next_send_at=None
     )
-    return Enrollment.objects.get(pk=enrollment.pk)
+    enrollment = Enrollment.objects.get(pk=enrollment.pk)
+    if stopped:
+        enrollment_event(enrollment, "enrollment.stopped")
+    return enrollment
 
 
 @transaction.atomic
@@ -420,11 +437,20 @@ def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: s
         created = False
         suppression = Suppression.objects.get(workspace=workspace, email=Lower(Value(email)))
     customer = customer_by_email(workspace=workspace, email=email)
+    if created:
+        event_emit(
+            workspace_id=workspace.pk, type=SUPPRESSION_EVENTS[suppression.reason], subject_id=suppression.pk,
+            customer_id=customer.pk if customer is not None else None,
+        )
     if customer is not None:
         # Every call, not just the first: it also stops an enrollment that raced the first one.
-        Enrollment.objects.filter(customer=customer, state=State.ACTIVE).update(
+        active = Enrollment.objects.select_for_update().filter(customer=customer, state=State.ACTIVE)
+        stopped = list(active.order_by("pk"))
+        Enrollment.objects.filter(pk__in=[e.pk for e in stopped]).update(
             state=State.STOPPED, stopped_at=timezone.now(), next_send_at=None
         )
+        for enrollment in stopped:
+            enrollment_event(enrollment, "enrollment.stopped")
         if created:
             CustomerActivity.objects.create(
                 workspace=workspace,

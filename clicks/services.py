@@ -9,6 +9,7 @@ from clicks.agents import referrer_domain, user_agent_describe
 from clicks.models import Click, Link, Post, new_click_id
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
+from webhooks.outbox import EVENT_TABLE, event_dispatch_after_commit, wanted_sql
 from workspaces.models import Workspace
 
 CLICK_PARAM = "lf_cid"
@@ -26,15 +27,24 @@ def destination_with_click_id(destination: str, click_id: str) -> str:
 # The redirect's one statement: find the link by its key, insert the click and return the destination,
 # in one round trip and one commit (autocommit), prepared once per connection (lftrack/db.py). No row
 # for an unknown key, and then no click. 0.26 ms of PostgreSQL and 0.4 ms of Python less than the ORM's
-# lookup and insert did (docs/benchmarks.md, "GET /l/<key>").
+# lookup and insert did (docs/benchmarks.md, "GET /l/<key>"). The same statement writes the
+# `click.created` webhook event, only for a workspace with an endpoint that asked for clicks: else it
+# costs one probe of an empty index (docs/benchmarks.md, "Webhooks").
 _FOLLOW_SQL = f"""
 WITH link AS (SELECT id, workspace_id, destination FROM {Link._meta.db_table} WHERE key = %s),
 click AS (
     INSERT INTO {Click._meta.db_table}
         (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain)
     SELECT workspace_id, id, %s, now(), %s, %s, %s, %s, %s, %s, %s FROM link
+    RETURNING id, workspace_id
+),
+event AS (
+    INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, detail, created_at)
+    SELECT workspace_id, 'click.created', FALSE, id, '{{}}', now() FROM click
+    WHERE {wanted_sql(workspace="click.workspace_id", event_type="'click.created'", test="FALSE")}
+    RETURNING id
 )
-SELECT destination FROM link
+SELECT destination, (SELECT id FROM event) FROM link
 """
 _DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
 
@@ -50,7 +60,11 @@ def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool) -> t
             [key, click_id, user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer)],
         )
         row = cursor.fetchone()
-    return None if row is None else (row[0], click_id)
+    if row is None:
+        return None
+    if row[1] is not None:  # committed with its click (autocommit): queue its deliveries now
+        event_dispatch_after_commit(row[1])
+    return row[0], click_id
 
 
 def link_destination(key: str) -> str | None:

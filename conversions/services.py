@@ -18,6 +18,7 @@ from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
+from webhooks.outbox import event_emit
 from workspaces.models import Workspace
 
 # A retried sale replays the first answer for this long (docs/api.md, Idempotency-Key); older keys count as new.
@@ -134,6 +135,10 @@ def conversion_record(
     conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False
     conversion._state.db = connection.alias
+    event_emit(
+        workspace_id=workspace.pk, type=f"{event}.created", subject_id=conversion.pk,
+        customer_id=matched.pk if matched is not None else None,
+    )
     if row[3] is not None:
         conversion_enroll(
             conversion=conversion,

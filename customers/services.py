@@ -8,6 +8,7 @@ from django.utils import timezone
 from customers.models import Customer, CustomerActivity
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
+from webhooks.outbox import event_emit
 from workspaces.models import Workspace
 
 Kind = CustomerActivity.Kind
@@ -199,6 +200,7 @@ class _Request:
         ]
 
     def _created(self, pk: int, external_id: str, now) -> Customer:
+        event_emit(workspace_id=self.workspace.pk, type="customer.created", subject_id=pk, customer_id=pk)
         customer = Customer(
             pk=pk, workspace=self.workspace, email=self.email, name=self.name, avatar_url=self.avatar_url,
             external_id=external_id, source=self.channel, created_at=now, updated_at=now,
@@ -266,6 +268,10 @@ class _Request:
         if source is not None:
             source.external_id = ""
             self._log(source, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
+            event_emit(
+                workspace_id=self.workspace.pk, type="customer.external_id_moved", subject_id=customer.pk,
+                customer_id=customer.pk, detail={"external_id": self.external_id, "from_customer_id": source.pk},
+            )
         self._log(
             customer,
             Kind.EXTERNAL_ID_MOVED_IN,

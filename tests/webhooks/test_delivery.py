@@ -1,0 +1,135 @@
+"""Delivery against a real receiver on loopback that verifies every signature with standardwebhooks."""
+from collections import defaultdict
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.core import mail
+from django.test import Client
+
+from campaigns.complaints import email_event_record
+from campaigns.sending import run_pass
+from campaigns.services import campaign_lead_add, campaign_pause, enrollment_stop
+from campaigns.unsubscribe import unsubscribe
+from conversions.services import conversion_record
+from customers.services import customer_match
+from tests.factories import (
+    CampaignEmailFactory,
+    CampaignFactory,
+    ClickFactory,
+    LinkFactory,
+    MembershipFactory,
+    UserFactory,
+)
+from tests.webhooks.conftest import work
+from webhooks.events import EVENT_TYPES
+from webhooks.models import Attempt, Delivery, Endpoint, Event
+from webhooks.services import endpoint_create, endpoint_enable
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("local_hooks")]
+
+
+def hook(workspace, receiver, types=tuple(EVENT_TYPES), path="/hook"):
+    issued = endpoint_create(workspace=workspace, url=receiver.url.replace("/hook", path), event_types=list(types))
+    receiver.secret = issued.secret
+    return issued.endpoint
+
+
+def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order(acme, receiver):
+    first, second = hook(acme, receiver, path="/one"), hook(acme, receiver, path="/two")
+    secret = receiver.secret
+    Endpoint.objects.filter(pk=first.pk).update(secret=Endpoint.objects.get(pk=second.pk).secret)  # one secret to verify
+    receiver.secret = secret
+    campaign = CampaignFactory(workspace=acme, slug="spring")
+    CampaignEmailFactory(campaign=campaign, position=1, delay_minutes=0, active=True)
+    link = LinkFactory(workspace=acme, post__workspace=acme, post__campaign=campaign)
+    response = Client().get(f"/l/{link.key}")  # click.created
+    click_id = parse_qs(urlsplit(response["Location"]).query)["lf_cid"][0]
+    conversion_record(workspace=acme, channel="api", event="lead", click_id=click_id,  # customer, lead, enrollment
+                      customer={"email": "ada@example.com", "external_id": "u1"})
+    conversion_record(workspace=acme, channel="api", event="sale", click_id=click_id, value_cents=4900,
+                      customer={"email": "ada@example.com"})
+    customer_match(workspace=acme, channel="api", email="bea@example.com", external_id="u1")  # the id moves to Bea
+    run_pass()  # Ada's only email goes: enrollment.completed
+    lead = campaign_lead_add(campaign=campaign, email="cid@example.com")
+    enrollment_stop(enrollment=lead.enrollment)
+    email_event_record(workspace=acme, event_type="bounce", email="dee@example.com")
+    email_event_record(workspace=acme, event_type="complaint", email="eve@example.com")
+    campaign_lead_add(campaign=campaign, email="fay@example.com")
+    unsubscribe(workspace=acme, email="fay@example.com")  # contact.unsubscribed, and her enrollment stops
+    campaign_pause(campaign=campaign)
+
+    work()
+
+    events = {e.public_id: e for e in Event.objects.all()}
+    assert set(EVENT_TYPES) <= {e.type for e in events.values()}
+    for path in ("/one", "/two"):
+        got = [(wid, payload) for wid, payload, _, p in receiver.received if p == path]
+        assert all(payload is not None for _, payload in got), "every signature verifies"
+        assert sorted(wid for wid, _ in got) == sorted(events), "each event once per endpoint"
+        by_customer = defaultdict(list)
+        for wid, payload in got:
+            by_customer[events[wid].customer_id].append(events[wid].pk)
+        for customer_id, order in by_customer.items():
+            if customer_id is not None:
+                assert order == sorted(order), f"customer {customer_id}'s events arrived out of order"
+    sale = next(p for _, p, _, _ in receiver.received if p and p["type"] == "sale.created")
+    assert sale["data"]["value_cents"] == 4900 and sale["data"]["customer"]["external_id"] == "u1"
+    assert set(sale) == {"id", "type", "timestamp", "test", "data"} and sale["test"] is False
+
+
+def test_a_receiver_that_fails_three_times_gets_the_event_on_the_fourth_attempt(acme, receiver):
+    hook(acme, receiver, types=["customer.created"])
+    receiver.script = [500, 500, 500]
+    customer_match(workspace=acme, channel="api", email="ada@example.com")
+    work()
+    ids = [wid for wid, _, _, _ in receiver.received]
+    assert len(ids) == 4 and len(set(ids)) == 1  # the same webhook-id every time
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("delivered", 4)
+    log = list(Attempt.objects.order_by("number").values_list("number", "status_code", "ok"))
+    assert log == [(1, 500, False), (2, 500, False), (3, 500, False), (4, 200, True)]
+    assert Endpoint.objects.get().failures_in_row == 0
+
+
+def test_a_final_answer_is_not_retried_and_a_redirect_is_not_followed(acme, receiver):
+    hook(acme, receiver, types=["customer.created"])
+    receiver.script = [404, 302]
+    customer_match(workspace=acme, channel="api", email="ada@example.com")
+    customer_match(workspace=acme, channel="api", email="bea@example.com")
+    work()
+    assert len(receiver.received) == 2  # one attempt each; nothing reached the redirect's target
+    assert sorted(Delivery.objects.values_list("state", flat=True)) == ["failed", "failed"]
+
+
+def test_twenty_failures_in_a_row_disable_the_endpoint_and_tell_its_owners(acme, alice, receiver):
+    MembershipFactory(user=UserFactory(username="ed", email="ed@example.com"), workspace=acme)  # an editor: not told
+    endpoint = hook(acme, receiver, types=["customer.created"])
+    receiver.script = [503] * 1000
+    for n in range(20):
+        customer_match(workspace=acme, channel="api", email=f"p{n}@example.com")
+    work()
+    endpoint.refresh_from_db()
+    # attempts already on their way when the 20th failed are counted too
+    assert not endpoint.enabled and endpoint.failures_in_row >= 20
+    assert endpoint.disabled_reason.endswith("failed attempts in a row")
+    assert len(mail.outbox) == 1 and mail.outbox[0].to == [alice.email]
+    assert f"/admin/webhooks/endpoint/{endpoint.pk}/change/" in mail.outbox[0].body
+    assert Delivery.objects.filter(state="pending").count() == 20  # kept for when it comes back
+    # one click later: the waiting deliveries go, in order, now that the receiver answers
+    receiver.script = []
+    endpoint_enable(endpoint=endpoint)
+    work()
+    assert Delivery.objects.filter(state="delivered").count() == 20
+    assert len(mail.outbox) == 1
+
+
+def test_a_rolled_back_conversion_sends_nothing(acme, receiver, acme_token):
+    hook(acme, receiver)
+    click = ClickFactory(workspace=acme, link__workspace=acme)
+    response = Client().post(
+        "/api/v1/conversions", {"event": "lead", "click_id": click.click_id + "x", "customer": {"email": "a@example.com"}},
+        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
+    )
+    assert response.status_code == 422
+    work()
+    assert receiver.received == [] and not Event.objects.exists()

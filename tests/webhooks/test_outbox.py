@@ -1,0 +1,103 @@
+"""The outbox: events written in the change's transaction, only when an endpoint wants them, dispatched after commit."""
+import pytest
+from django.utils import timezone
+from procrastinate.contrib.django.models import ProcrastinateJob
+
+from campaigns.services import campaign_pause, suppression_add
+from conversions.services import conversion_record
+from customers.services import customer_match
+from lftrack.errors import Unprocessable
+from tests.factories import CampaignFactory, ClickFactory, EndpointFactory
+from webhooks.models import Delivery, Event
+from webhooks.outbox import event_emit, events_dispatch, events_dispatch_pending
+
+pytestmark = pytest.mark.django_db
+
+
+def types(**filters) -> list[str]:
+    return list(Event.objects.filter(**filters).order_by("pk").values_list("type", flat=True))
+
+
+def test_nothing_is_written_without_an_endpoint_that_wants_the_type(acme):
+    EndpointFactory(workspace=acme, event_types=["sale.created"])
+    click = ClickFactory(link__workspace=acme, workspace=acme)
+    conversion_record(workspace=acme, channel="api", event="lead", click_id=click.click_id,
+                      customer={"email": "ada@example.com"})
+    assert types() == []
+
+
+def test_a_conversion_writes_its_events_in_order(acme, django_capture_on_commit_callbacks):
+    endpoint = EndpointFactory(workspace=acme)
+    click = ClickFactory(link__workspace=acme, workspace=acme)
+    with django_capture_on_commit_callbacks(execute=True):
+        sale = conversion_record(workspace=acme, channel="api", event="sale", click_id=click.click_id, value_cents=900,
+                                 customer={"email": "ada@example.com"})
+    assert types() == ["customer.created", "sale.created"]
+    created, sold = Event.objects.order_by("pk")
+    assert (created.subject_id, created.customer_id) == (sale.customer_id, sale.customer_id)
+    assert (sold.subject_id, sold.customer_id, sold.test) == (sale.pk, sale.customer_id, False)
+    # dispatched after the commit: one delivery each, and one job each, locked per endpoint and customer
+    deliveries = list(Delivery.objects.order_by("pk"))
+    assert [(d.event_id, d.endpoint_id, d.state) for d in deliveries] == [
+        (created.pk, endpoint.pk, "pending"), (sold.pk, endpoint.pk, "pending")
+    ]
+    jobs = list(ProcrastinateJob.objects.order_by("id"))
+    assert [(j.task_name, j.args, j.lock) for j in jobs] == [
+        ("webhooks.deliver", {"delivery_id": d.pk}, f"webhooks:{endpoint.pk}:{sale.customer_id}") for d in deliveries
+    ]
+    assert Event.objects.filter(dispatched_at__isnull=True).count() == 0
+
+
+def test_a_rolled_back_conversion_writes_no_event(acme, django_capture_on_commit_callbacks):
+    EndpointFactory(workspace=acme)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with pytest.raises(Unprocessable):
+            conversion_record(workspace=acme, channel="api", event="lead", click_id="no-such-click",
+                              customer={"email": "ada@example.com"})
+    assert types() == [] and callbacks == []
+    assert not ProcrastinateJob.objects.exists()
+
+
+def test_disabled_test_mode_and_foreign_endpoints_get_nothing(acme, globex):
+    EndpointFactory(workspace=acme, enabled=False)
+    EndpointFactory(workspace=acme, test=True)
+    EndpointFactory(workspace=globex)
+    customer_match(workspace=acme, channel="api", email="ada@example.com")
+    assert types() == []
+
+
+def test_a_test_event_reaches_test_endpoints_only(acme):
+    live = EndpointFactory(workspace=acme)
+    test = EndpointFactory(workspace=acme, test=True)
+    event_id = event_emit(workspace_id=acme.pk, type="customer.created", subject_id=1, test=True)
+    events_dispatch(event_ids=[event_id])
+    assert list(Delivery.objects.values_list("endpoint_id", flat=True)) == [test.pk]
+    assert live.pk != test.pk
+
+
+def test_identity_moves_suppressions_and_pauses_are_events(acme):
+    EndpointFactory(workspace=acme)
+    first = customer_match(workspace=acme, channel="api", email="a@example.com", external_id="u1").customer
+    second = customer_match(workspace=acme, channel="api", email="b@example.com", external_id="u1").customer
+    suppression_add(workspace=acme, email="B@example.com", reason="unsubscribed", channel="email")
+    campaign_pause(campaign=CampaignFactory(workspace=acme))
+    assert types() == ["customer.created", "customer.created", "customer.external_id_moved",
+                       "contact.unsubscribed", "campaign.paused"]
+    moved = Event.objects.get(type="customer.external_id_moved")
+    assert (moved.subject_id, moved.detail) == (second.pk, {"external_id": "u1", "from_customer_id": first.pk})
+
+
+def test_the_sweeper_dispatches_what_a_dead_process_left(acme, time_machine):
+    time_machine.move_to(timezone.now(), tick=False)
+    EndpointFactory(workspace=acme)
+    customer_match(workspace=acme, channel="api", email="ada@example.com")  # its on-commit dispatch never runs
+    assert events_dispatch_pending() == 0  # still within the grace of the dispatch that follows a commit
+    time_machine.shift(60)
+    assert events_dispatch_pending() == 1
+    assert Delivery.objects.count() == 1 and ProcrastinateJob.objects.count() == 1
+    assert events_dispatch_pending() == 0  # dispatched once
+
+
+def test_an_unknown_type_is_a_bug(acme):
+    with pytest.raises(ValueError):
+        event_emit(workspace_id=acme.pk, type="customer.deleted", subject_id=1)

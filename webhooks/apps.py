@@ -1,0 +1,6 @@
+"""App config for webhooks."""
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    name = "webhooks"

@@ -1,0 +1,168 @@
+"""The outbox: `event_emit` writes an event in the caller's transaction; `events_dispatch` queues its deliveries.
+
+An event is written only when an enabled endpoint of the workspace (of the same mode, live or test)
+wants its type, in the same transaction as the change it reports: a change that rolls back leaves no
+event, a change that commits leaves one. Right after the commit the event is dispatched, in one
+transaction: its object is built as the read API shows it then (and kept: every attempt and replay
+sends the same body), one Delivery row per endpoint that wants it, one job each on the task engine
+(procrastinate). A process that dies between the two leaves the event undispatched; the periodic
+sweeper (`events_dispatch_pending`) dispatches it a minute later. Nothing is lost either way.
+"""
+import json
+import logging
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+from procrastinate.contrib.django import app
+from procrastinate.contrib.django.django_connector import DjangoConnector
+from procrastinate.manager import JobManager
+
+from lftrack.db import prepared_cursor
+from webhooks.events import EVENT_TYPES
+from webhooks.models import Delivery, Endpoint, Event
+from webhooks.payloads import payload_build
+
+logger = logging.getLogger("lftrack.webhooks")
+
+DELIVER_TASK = "webhooks.deliver"
+QUEUE = "webhooks"
+# The sweeper leaves younger events to the dispatch that follows their commit.
+SWEEP_GRACE = timedelta(seconds=30)
+# Jobs are always queued through Django's connection, so inside the caller's transaction: the worker
+# process swaps the app's connector for one of its own, whose inserts would commit on their own and
+# could run a job before the delivery it names is committed.
+_jobs = JobManager(DjangoConnector())
+
+EVENT_TABLE = Event._meta.db_table
+_ENDPOINT = Endpoint._meta.db_table
+_DELIVERY = Delivery._meta.db_table
+
+
+def wanted_sql(*, workspace: str, event_type: str, test: str) -> str:
+    """An EXISTS clause: some enabled endpoint of the workspace, of the mode, wants the type (SQL expressions)."""
+    return (
+        f"EXISTS (SELECT 1 FROM {_ENDPOINT} e WHERE e.workspace_id = {workspace} AND e.enabled"
+        f" AND e.test = {test} AND {event_type} = ANY(e.event_types))"
+    )
+
+
+_EMIT_SQL = (
+    f"INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, customer_id, detail, created_at)"
+    " SELECT %(workspace)s::bigint, %(type)s::text, %(test)s::boolean, %(subject)s::bigint, %(customer)s::bigint,"
+    " %(detail)s::jsonb, %(now)s::timestamptz"
+    f" WHERE {wanted_sql(workspace='%(workspace)s::bigint', event_type='%(type)s::text', test='%(test)s::boolean')}"
+    " RETURNING id"
+)
+
+
+def event_emit(
+    *,
+    workspace_id: int,
+    type: str,
+    subject_id: int,
+    customer_id: int | None = None,
+    detail: dict[str, Any] | None = None,
+    test: bool = False,
+) -> int | None:
+    """Record that `type` happened to the object `subject_id`, in the caller's transaction: the event id,
+    or None when no endpoint of the workspace wants it (then nothing is written).
+
+    `customer_id` orders the deliveries of one customer's events; `detail` carries what the object
+    alone cannot say (who an external id moved from). A test-mode change passes `test=True`: it reaches
+    test endpoints only, never live ones. One statement, prepared once per connection.
+    """
+    if type not in EVENT_TYPES:
+        raise ValueError(f"unknown webhook event type: {type}")
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _EMIT_SQL,
+            {
+                "workspace": workspace_id,
+                "type": type,
+                "test": test,
+                "subject": subject_id,
+                "customer": customer_id,
+                "detail": json.dumps(detail or {}),
+                "now": timezone.now(),
+            },
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    event_dispatch_after_commit(row[0])
+    return row[0]
+
+
+def event_dispatch_after_commit(event_id: int) -> None:
+    """Queue the event's deliveries once the caller's transaction commits (nothing if it rolls back).
+
+    Robust: a failure here is logged and left to the sweeper, never raised into the request that
+    already committed its change."""
+    transaction.on_commit(partial(events_dispatch, event_ids=[event_id]), robust=True)
+
+
+def events_dispatch(*, event_ids: list[int] | None = None, limit: int = 500) -> int:
+    """Create the deliveries of undispatched events (these, or the oldest past the grace) and queue a
+    job for each, in event order; returns how many events were dispatched. Concurrent callers take
+    disjoint events (SKIP LOCKED); an event is dispatched once."""
+    with transaction.atomic():
+        events = Event.objects.select_for_update(skip_locked=True).filter(dispatched_at__isnull=True)
+        if event_ids is not None:
+            events = events.filter(pk__in=event_ids)
+        else:
+            events = events.filter(created_at__lt=timezone.now() - SWEEP_GRACE)
+        events = list(events.order_by("pk")[:limit])
+        if not events:
+            return 0
+        for event in events:  # the object as the read API shows it right after the change committed
+            event.data = payload_build(event)
+        Event.objects.bulk_update(events, ["data"])
+        ids = [event.pk for event in events]
+        customers = {event.pk: event.customer_id for event in events}
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {_DELIVERY} (workspace_id, event_id, endpoint_id, state, attempts, queued_at)"
+                f" SELECT ev.workspace_id, ev.id, e.id, 'pending', 0, %(now)s FROM {EVENT_TABLE} ev"
+                f" JOIN {_ENDPOINT} e ON e.workspace_id = ev.workspace_id AND e.enabled AND e.test = ev.test"
+                " AND ev.type = ANY(e.event_types)"
+                " WHERE ev.id = ANY(%(ids)s) ORDER BY ev.id, e.id"
+                " ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id, event_id, endpoint_id",
+                {"now": now, "ids": ids},
+            )
+            rows = sorted(cursor.fetchall())  # delivery ids follow event order: the jobs are queued in it
+            cursor.execute(f"UPDATE {EVENT_TABLE} SET dispatched_at = %s WHERE id = ANY(%s)", [now, ids])
+        deliveries_queue([(delivery_id, endpoint_id, customers[event_id]) for delivery_id, event_id, endpoint_id in rows])
+    return len(ids)
+
+
+def events_dispatch_pending() -> int:
+    """The sweeper: dispatch events whose dispatch after commit never ran (the process died); how many."""
+    total = 0
+    while True:
+        dispatched = events_dispatch()
+        total += dispatched
+        if dispatched == 0:
+            return total
+
+
+def delivery_lock(endpoint_id: int, customer_id: int | None) -> str | None:
+    """The engine runs jobs sharing a lock one at a time, in the order they were queued: one customer's
+    events reach an endpoint in the order of their transactions, a retrying one holding back the
+    later ones; events of other customers (and those of none) go in parallel."""
+    return None if customer_id is None else f"webhooks:{endpoint_id}:{customer_id}"
+
+
+def deliveries_queue(deliveries: list[tuple[int, int, int | None]]) -> None:
+    """One job per (delivery id, endpoint id, customer id), in one statement, in the caller's transaction."""
+    if not deliveries:
+        return
+    jobs = [
+        app.configure_task(DELIVER_TASK, queue=QUEUE, lock=delivery_lock(endpoint_id, customer_id))
+        .make_new_job(delivery_id=delivery_id)
+        for delivery_id, endpoint_id, customer_id in deliveries
+    ]
+    _jobs.batch_defer_jobs(jobs)

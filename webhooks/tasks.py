@@ -1,0 +1,79 @@
+"""The webhooks' jobs on the task engine: deliveries, the outbox sweeper, stalled jobs, retention."""
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from procrastinate import JobContext, RetryDecision
+from procrastinate.contrib.django import app
+from procrastinate.jobs import Job
+from procrastinate.retry import BaseRetryStrategy
+
+from webhooks.delivery import delivery_attempt
+from webhooks.models import Event
+from webhooks.outbox import DELIVER_TASK, QUEUE, events_dispatch_pending
+
+logger = logging.getLogger("lftrack.webhooks")
+
+
+class RetryAt(Exception):
+    """Raised by a delivery that must be tried again at `at` (webhooks/delivery.py decides when)."""
+
+    def __init__(self, at: datetime):
+        super().__init__(at.isoformat())
+        self.at = at
+
+
+class DeliveryRetry(BaseRetryStrategy):
+    """The engine re-runs the same job at the time the delivery chose; the job keeps its place (and its
+    lock) in the queue, so the customer's later events wait behind it. Any other error (the database
+    gone, a bug) is retried a minute later, and the delivery itself is untouched by it."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if isinstance(exception, RetryAt):
+            return RetryDecision(retry_at=exception.at)
+        return RetryDecision(retry_in={"seconds": 60})
+
+
+@app.task(name=DELIVER_TASK, queue=QUEUE, retry=DeliveryRetry())
+def deliver(delivery_id: int) -> None:
+    retry_at = delivery_attempt(delivery_id=delivery_id)
+    if retry_at is not None:
+        raise RetryAt(retry_at)
+
+
+@app.periodic(cron="* * * * *")
+@app.task(name="webhooks.sweep", queue=QUEUE, queueing_lock="webhooks.sweep")
+def sweep(timestamp: int) -> int:
+    """Dispatch events whose process died between their commit and their dispatch."""
+    return events_dispatch_pending()
+
+
+@app.periodic(cron="* * * * *")
+@app.task(name="tasks.retry_stalled", queueing_lock="tasks.retry_stalled", pass_context=True)
+async def retry_stalled(context: JobContext, timestamp: int) -> int:
+    """Jobs of a worker that died (killed mid-delivery, say) run again: its heartbeat stopped 30 s ago."""
+    stalled = list(await context.app.job_manager.get_stalled_jobs())
+    for job in stalled:
+        await context.app.job_manager.retry_job(job)
+    if stalled:
+        logger.warning("retried the jobs of a worker that died", extra={"count": len(stalled)})
+    return len(stalled)
+
+
+@app.periodic(cron="17 3 * * *")
+@app.task(name="webhooks.purge", queue=QUEUE, queueing_lock="webhooks.purge")
+def purge(timestamp: int) -> int:
+    """Events older than WEBHOOK_RETENTION_DAYS go, with their deliveries and log."""
+    cutoff = timezone.now() - timedelta(days=settings.WEBHOOK_RETENTION_DAYS)
+    deleted, _ = Event.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
+
+
+@app.periodic(cron="41 * * * *")
+@app.task(name="tasks.remove_old_jobs", queueing_lock="tasks.remove_old_jobs", pass_context=True)
+async def remove_old_jobs(context: JobContext, timestamp: int) -> None:
+    """The engine's finished jobs, after a day (failed ones after a week, for a look)."""
+    await context.app.job_manager.delete_old_jobs(nb_hours=24)
+    await context.app.job_manager.delete_old_jobs(nb_hours=24 * 7, include_failed=True, include_cancelled=True,
+                                                  include_aborted=True)
