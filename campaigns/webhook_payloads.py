@@ -1,11 +1,9 @@
-"""The enrollment and campaign objects of webhooks, as the read API shows them (registered at ready())."""
+"""The enrollment and campaign objects of webhooks, as the read API shows them (registered by its AppConfig.ready())."""
 from campaigns.api import recipient_out
 from campaigns.models import Campaign, Enrollment
 from lftrack.api import iso_utc
-from webhooks.payloads import payload_builder
 
 
-@payload_builder("enrollment")
 def enrollment_object(event) -> dict | None:
     enrollment = (
         Enrollment.objects.select_related("customer", "campaign")
@@ -17,7 +15,6 @@ def enrollment_object(event) -> dict | None:
     return {**recipient_out(enrollment), "campaign": enrollment.campaign.slug}
 
 
-@payload_builder("campaign")
 def campaign_object(event) -> dict | None:
     campaign = Campaign.objects.filter(pk=event.subject_id, workspace_id=event.workspace_id).first()
     if campaign is None:

@@ -6,4 +6,9 @@ class ClicksConfig(AppConfig):
     name = "clicks"
 
     def ready(self) -> None:
-        from clicks import webhook_payloads  # noqa: F401  (registers the webhook objects of its events)
+        from webhooks.payloads import payload_builders_register
+
+        # The webhook objects of its events, imported when first built (webhooks/payloads.py).
+        payload_builders_register({
+            "click": "clicks.webhook_payloads.click_object",
+        })

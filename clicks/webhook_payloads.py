@@ -1,10 +1,8 @@
-"""The click object of `click.created` webhooks (registered at ready(); webhooks/payloads.py)."""
+"""The click object of `click.created` webhooks (registered by its AppConfig.ready(); webhooks/payloads.py)."""
 from clicks.models import Click
 from lftrack.api import iso_utc, optional
-from webhooks.payloads import payload_builder
 
 
-@payload_builder("click")
 def click_object(event) -> dict | None:
     click = Click.objects.select_related("link").filter(pk=event.subject_id, workspace_id=event.workspace_id).first()
     if click is None:

@@ -1,5 +1,5 @@
 """The conversion, customer, external-id move and suppression objects of webhooks, as the read API shows
-them (registered at ready(); webhooks/payloads.py). Here because the customer's read-API object is here."""
+them (registered by its AppConfig.ready(); webhooks/payloads.py). Here because the customer's read-API object is here."""
 from django.db.models import F
 
 from campaigns.models import Suppression
@@ -8,10 +8,8 @@ from conversions.customers_api import customers_out
 from conversions.models import ConversionEvent
 from customers.models import Customer
 from lftrack.api import iso_utc
-from webhooks.payloads import payload_builder
 
 
-@payload_builder("conversion")
 def conversion_object(event) -> dict | None:
     conversion = (
         ConversionEvent.objects.filter(pk=event.subject_id, workspace_id=event.workspace_id)
@@ -27,12 +25,10 @@ def _customers(workspace_id: int, *ids: int | None) -> dict[int, dict]:
     return customers_out(found, workspace_id) if found else {}
 
 
-@payload_builder("customer")
 def customer_object(event) -> dict | None:
     return _customers(event.workspace_id, event.subject_id).get(event.subject_id)
 
 
-@payload_builder("external_id_move")
 def external_id_move_object(event) -> dict | None:
     """Who the external id moved from and to, each as the read API shows them now."""
     source = event.detail.get("from_customer_id")
@@ -44,7 +40,6 @@ def external_id_move_object(event) -> dict | None:
     }
 
 
-@payload_builder("suppression")
 def suppression_object(event) -> dict | None:
     suppression = Suppression.objects.filter(pk=event.subject_id, workspace_id=event.workspace_id).first()
     if suppression is None:

@@ -229,6 +229,48 @@ class StrictIntegerField(_NamedMessages, serializers.Field):
         return value
 
 
+class StrictBooleanField(_NamedMessages, serializers.Field):
+    """A JSON true or false (not 1, "true" or null)."""
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        if "invalid" not in self._explicit_messages:
+            self.error_messages["invalid"] = f"{field_name} must be a boolean"
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class StrictStringListField(_NamedMessages, serializers.Field):
+    """A JSON array of at most `max_items` strings, each at most `max_length` long."""
+
+    def __init__(self, *, max_items: int, max_length: int, choices: list[str] | None = None, **kwargs):
+        self.max_items = max_items
+        self.max_length = max_length
+        self.choices = choices  # documented in the schema; the service says which one is unknown
+        super().__init__(**kwargs)
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        if "invalid" not in self._explicit_messages:
+            self.error_messages["invalid"] = f"{field_name} must be a list of strings"
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+            self.fail("invalid")
+        if len(data) > self.max_items or any(len(item) > self.max_length for item in data):
+            self.fail("too_long")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class JSONObjectField(_NamedMessages, serializers.Field):
     """Any JSON object, kept as given, up to `max_bytes` once serialized."""
 

@@ -14,6 +14,8 @@ from rest_framework.response import Response
 
 from lftrack.api import (
     JSONObjectField,
+    StrictBooleanField,
+    StrictStringListField,
     StrictCharField,
     StrictChoiceField,
     StrictEmailField,
@@ -30,6 +32,13 @@ def strict_field_schema(field: serializers.Field) -> dict[str, Any]:
     """The JSON Schema of one strict field, with the limits it enforces."""
     if isinstance(field, StrictIntegerField):
         return {"type": "integer", "format": "int64", "minimum": field.min_value, "maximum": field.max_value}
+    if isinstance(field, StrictBooleanField):
+        return {"type": "boolean"}
+    if isinstance(field, StrictStringListField):
+        items = {"type": "string", "maxLength": field.max_length}
+        if field.choices:
+            items = {"type": "string", "enum": list(field.choices)}
+        return {"type": "array", "items": items, "maxItems": field.max_items}
     if isinstance(field, StrictChoiceField):
         return {"type": "string", "enum": list(field.choices)}
     if isinstance(field, JSONObjectField):
@@ -66,6 +75,14 @@ class StrictIntegerFieldExtension(_StrictFieldExtension):
 
 class StrictChoiceFieldExtension(_StrictFieldExtension):
     target_class = StrictChoiceField
+
+
+class StrictBooleanFieldExtension(_StrictFieldExtension):
+    target_class = StrictBooleanField
+
+
+class StrictStringListFieldExtension(_StrictFieldExtension):
+    target_class = StrictStringListField
 
 
 class JSONObjectFieldExtension(_StrictFieldExtension):

@@ -274,6 +274,9 @@ WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30)
 # The task engine (procrastinate): `manage.py procrastinate worker` runs the webhooks and the periodic
 # jobs (README, "Operations"). Tasks live in each app's tasks.py.
 PROCRASTINATE_WORKER_DEFAULTS = {"concurrency": env_int("WORKER_CONCURRENCY", 8)}
+# Imported when the worker starts or a job is first queued, not at every process's start.
+PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
+PROCRASTINATE_IMPORT_PATHS = ["lftrack.tasks", "webhooks.tasks", "rollups.tasks", "conversions.tasks", "campaigns.tasks"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -13,6 +13,7 @@ from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
 from rollups.api import AnalyticsViewSet
+from webhooks.api import WebhookEndpointViewSet
 from workspaces.views import invitation
 
 router = SimpleRouter(trailing_slash=False)
@@ -24,6 +25,7 @@ router.register(r"campaigns/(?P<slug>[^/]+)/enrollments", CampaignEnrollmentView
 router.register("email-events", EmailEventViewSet, basename="email-event")
 router.register("customers", CustomerViewSet, basename="customer")
 router.register("analytics", AnalyticsViewSet, basename="analytics")
+router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
 
 urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),

@@ -1,6 +1,8 @@
 """Fixtures: the acme / globex story, an API client, and helpers shared by every test module."""
+import ipaddress
 import json
 import shutil
+import socket
 import threading
 from pathlib import Path
 
@@ -91,6 +93,23 @@ def _fresh_cache():
     """Rate-limit counters live in the cache (Redis in CI): every test starts from zero."""
     cache.clear()
     yield
+
+
+@pytest.fixture
+def public_dns(monkeypatch):
+    """Host names resolve to what the test sets in the returned dict (the machine has no resolver), a public
+    address by default; an address literal resolves to itself. Webhook URLs are checked by resolving them."""
+    answers: dict[str, list[str]] = {}
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        try:
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            addresses = answers.get(host, ["93.184.215.14"])
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses]
+
+    monkeypatch.setattr("webhooks.network.socket.getaddrinfo", getaddrinfo)
+    return answers
 
 
 @pytest.fixture

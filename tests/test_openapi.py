@@ -18,7 +18,14 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory, EnrollmentFactory, SuppressionFactory
+from tests.factories import (
+    CampaignEmailFactory,
+    CampaignFactory,
+    ClickFactory,
+    EndpointFactory,
+    EnrollmentFactory,
+    SuppressionFactory,
+)
 from workspaces.services import api_token_create
 
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "openapi.json"
@@ -33,6 +40,9 @@ ENROLLMENTS = "/api/v1/campaigns/{slug}/enrollments"
 CUSTOMER = "/api/v1/customers/{id}"
 ACTIVITY = "/api/v1/customers/{id}/activity"
 ANALYTICS = "/api/v1/analytics"
+WEBHOOKS = "/api/v1/webhooks"
+WEBHOOK = "/api/v1/webhooks/{id}"
+ROTATE = "/api/v1/webhooks/{id}/rotate-secret"
 SHOP = "https://shop.acme.example"
 
 
@@ -87,6 +97,12 @@ def test_every_v1_operation_is_described():
         (ENROLLMENTS, "get"),
         (ACTIVITY, "get"),
         (ANALYTICS, "get"),
+        (WEBHOOKS, "get"),
+        (WEBHOOKS, "post"),
+        (WEBHOOK, "get"),
+        (WEBHOOK, "patch"),
+        (WEBHOOK, "delete"),
+        (ROTATE, "post"),
     }
 
 
@@ -132,7 +148,7 @@ def openapi():
 
 
 @pytest.fixture
-def world(acme, acme_token):
+def world(acme, acme_token, public_dns):
     cache.clear()
     acme.allowed_origins = SHOP
     acme.save()
@@ -146,6 +162,7 @@ def world(acme, acme_token):
         "click": ClickFactory(link__post__workspace=acme),
         "campaign": campaign,
         "enrolled": enrolled,
+        "endpoint": EndpointFactory(workspace=acme),
     }
     cache.clear()
 
@@ -299,6 +316,99 @@ SCENARIOS = {
 }
 
 
+def _hook(w):
+    return {"url": "https://crm.example.com/hooks", "event_types": ["sale.created"]}
+
+
+def _webhook_path(w, path=WEBHOOK) -> str:
+    return path.replace("{id}", str(w["endpoint"].pk))
+
+
+def _send(api, w, method: str, path: str, body=None, *, token=None, raw=None, **extra):
+    """PATCH and DELETE with the test client: JSON, the bearer token (the workspace's unless given)."""
+    secret = token if token is not None else w["token"].secret
+    if secret:
+        extra["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    data = raw if raw is not None else json.dumps(body if body is not None else {})
+    return api.generic(method, path, data, content_type=extra.pop("content_type", "application/json"), **extra)
+
+
+def _webhook_writes(method: str, path_of, body_of, bad_422) -> dict:
+    """The statuses of PATCH /webhooks/{id} and POST /webhooks/{id}/rotate-secret."""
+    def call(api, w, **kwargs):
+        return _send(api, w, method, path_of(w), body_of(w), **kwargs)
+
+    def twice(api, w):
+        with override_settings(RATELIMIT_WEBHOOKS_TOKEN="1/m"):
+            call(api, w)
+            return call(api, w)
+
+    return {
+        "200": call,
+        "400": lambda api, w: _send(api, w, method, path_of(w), raw="{"),
+        "401": lambda api, w: call(api, w, token=""),
+        "403": lambda api, w: call(api, w, token=_writer(w)),
+        "404": lambda api, w: _send(api, w, method, path_of(w).replace(str(w["endpoint"].pk), "0"), body_of(w)),
+        "413": lambda api, w: _send(api, w, method, path_of(w), raw=json.dumps({"pad": "x" * 70_000})),
+        "415": lambda api, w: _send(api, w, method, path_of(w), raw="<a/>", content_type="application/xml"),
+        "422": lambda api, w: _send(api, w, method, path_of(w), bad_422),
+        "429": twice,
+    }
+
+
+def _webhook_reads(method: str, path_of, ok: str, limit: str) -> dict:
+    def twice(api, w):
+        with override_settings(**{limit: "1/m"}):
+            _send(api, w, method, path_of(w))
+            return _send(api, w, method, path_of(w))
+
+    return {
+        ok: lambda api, w: _send(api, w, method, path_of(w)),
+        "400": lambda api, w: _send(api, w, method, path_of(w) + "?x=%00"),
+        "401": lambda api, w: _send(api, w, method, path_of(w), token=""),
+        "403": lambda api, w: _send(api, w, method, path_of(w), token=_writer(w)),
+        "429": twice,
+    }
+
+
+SCENARIOS.update({
+    (WEBHOOKS, "get"): {
+        **_webhook_reads("GET", lambda w: WEBHOOKS, "200", "RATELIMIT_READ_TOKEN"),
+        "500": ("webhooks.api.endpoint_out", None),
+        "503": ("webhooks.api.endpoint_out", None, OperationalError),
+    },
+    (WEBHOOKS, "post"): {
+        "201": lambda api, w: _post(api, w, WEBHOOKS, _hook(w)),
+        **_common(WEBHOOKS, _hook, lambda w: {**_hook(w), "event_types": ["sale.deleted"]}),
+        "429": _twice("RATELIMIT_WEBHOOKS_TOKEN", WEBHOOKS, _hook),
+        "500": ("webhooks.api.endpoint_create", _hook),
+        "503": ("webhooks.api.endpoint_create", _hook, OperationalError),
+    },
+    (WEBHOOK, "get"): {
+        **_webhook_reads("GET", _webhook_path, "200", "RATELIMIT_READ_TOKEN"),
+        "404": lambda api, w: _send(api, w, "GET", WEBHOOK.replace("{id}", "0")),
+        "500": ("webhooks.api.endpoint_out", None),
+        "503": ("webhooks.api.endpoint_out", None, OperationalError),
+    },
+    (WEBHOOK, "patch"): {
+        **_webhook_writes("PATCH", _webhook_path, lambda w: {"description": "CRM"}, {"enabled": "yes"}),
+        "500": ("webhooks.api.endpoint_update", lambda w: {"description": "CRM"}),
+        "503": ("webhooks.api.endpoint_update", lambda w: {"description": "CRM"}, OperationalError),
+    },
+    (WEBHOOK, "delete"): {
+        **_webhook_reads("DELETE", _webhook_path, "204", "RATELIMIT_WEBHOOKS_TOKEN"),
+        "404": lambda api, w: _send(api, w, "DELETE", WEBHOOK.replace("{id}", "0")),
+        "500": ("webhooks.api.endpoint_delete", None),
+        "503": ("webhooks.api.endpoint_delete", None, OperationalError),
+    },
+    (ROTATE, "post"): {
+        **_webhook_writes("POST", lambda w: _webhook_path(w, ROTATE), lambda w: {}, {"overlap_hours": 99}),
+        "500": ("webhooks.api.endpoint_secret_rotate", lambda w: {}),
+        "503": ("webhooks.api.endpoint_secret_rotate", lambda w: {}, OperationalError),
+    },
+})
+
+
 def _options_twice(api):
     with override_settings(RATELIMIT_BROWSER_IP="1/m"):
         api.options(BROWSER, HTTP_ORIGIN=SHOP)
@@ -341,7 +451,9 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
             raise error("boom")
 
         monkeypatch.setattr(target, explode)
-        if method == "options":
+        if path.startswith(WEBHOOKS):
+            resp = _send(api, world, method.upper(), _webhook_path(world, path), body_of(world) if body_of else None)
+        elif method == "options":
             resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
         elif method == "get":
             target_path = path.replace("{id}", str(world["enrolled"].customer_id)).replace("{slug}", "spring")

@@ -74,4 +74,4 @@ def test_the_cli_creates_scoped_tokens(api, acme, doors):
     assert api.post(path, body, token=printed["token"]).status_code == 403
     out = StringIO()
     call_command("token", "create", "acme", stdout=out)
-    assert json.loads(out.getvalue())["scopes"] == ["conversions:write", "leads:write", "email_events:write", "read"]
+    assert json.loads(out.getvalue())["scopes"] == ["conversions:write", "leads:write", "email_events:write", "read", "webhooks"]
