@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test install clean openapi sysdeps sender
+.PHONY: run test install clean openapi sysdeps sender worker
 
 install: $(STAMP)
 
@@ -59,6 +59,10 @@ openapi: $(TEST_STAMP)
 # The sequence sender beside make run (another terminal): mails what falls due, to the console.
 sender: $(STAMP) .env
 	@DEBUG=1 $(DB) $(PY) manage.py send_due_emails
+
+# The background worker beside make run (another terminal): webhook deliveries and the periodic jobs.
+worker: $(STAMP) .env
+	@DEBUG=1 $(DB) $(PY) manage.py procrastinate worker
 
 # Stops nothing: the embedded server stops when the last command using it exits.
 clean:

@@ -36,6 +36,7 @@ for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP"):
 from django.db import transaction  # noqa: E402
 
 from bench.floor import application as app  # noqa: E402  (BENCH_FLOOR picks the level; default: lftrack)
+from bench.seed import webhook_endpoint  # noqa: E402  (BENCH_WEBHOOK=1: an endpoint wanting the events)
 from clicks.models import Click  # noqa: E402
 from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
@@ -46,6 +47,7 @@ def seed(clicks: int = 2000, customers: int = 1000) -> tuple[str, list[str]]:
     with transaction.atomic():
         workspace = workspace_create(slug=f"inproc-{secrets.token_hex(4)}", name="In-process bench")
         token = api_token_create(workspace=workspace, name="bench").secret
+        webhook_endpoint(workspace)
         link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
         rows = Click.objects.bulk_create([Click(workspace=workspace, link=link) for _ in range(clicks)])
         Customer.objects.bulk_create(

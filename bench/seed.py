@@ -21,7 +21,20 @@ from campaigns.services import campaign_create, campaign_email_add  # noqa: E402
 from clicks.models import Click  # noqa: E402
 from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
+from webhooks.events import EVENT_TYPES  # noqa: E402
+from webhooks.models import Endpoint  # noqa: E402
+from webhooks.secrets import secret_new, secret_seal  # noqa: E402
 from workspaces.services import api_token_create, workspace_create  # noqa: E402
+
+
+def webhook_endpoint(workspace) -> None:
+    """With BENCH_WEBHOOK=1: an endpoint wanting every event but clicks, so each conversion writes its events
+    and queues their deliveries (no worker runs: the jobs wait). The outbox's cost when it is used."""
+    if os.environ.get("BENCH_WEBHOOK"):
+        Endpoint.objects.create(
+            workspace=workspace, url="https://hooks.example.com/bench", secret=secret_seal(secret_new()),
+            event_types=[event_type for event_type in EVENT_TYPES if event_type != "click.created"],
+        )
 
 
 def main() -> None:
@@ -32,6 +45,7 @@ def main() -> None:
         # A fresh workspace per run, so runs can share a database (BENCH_REUSE_DB, the growth runs).
         workspace = workspace_create(slug=f"bench-{secrets.token_hex(4)}", name="Benchmark")
         token = api_token_create(workspace=workspace, name="bench").secret
+        webhook_endpoint(workspace)
         link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
         rows = Click.objects.bulk_create(
             [Click(workspace=workspace, link=link) for _ in range(clicks)], batch_size=5_000

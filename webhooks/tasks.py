@@ -7,6 +7,7 @@ from django.utils import timezone
 from procrastinate import JobContext, RetryDecision
 from procrastinate.contrib.django import app
 from procrastinate.jobs import Job
+from procrastinate.manager import JobManager
 from procrastinate.retry import BaseRetryStrategy
 
 from webhooks.delivery import delivery_attempt
@@ -14,6 +15,7 @@ from webhooks.models import Event
 from webhooks.outbox import DELIVER_TASK, QUEUE, events_dispatch_pending
 
 logger = logging.getLogger("lftrack.webhooks")
+STALLED_SECONDS = 30.0
 
 
 class RetryAt(Exception):
@@ -49,16 +51,22 @@ def sweep(timestamp: int) -> int:
     return events_dispatch_pending()
 
 
-@app.periodic(cron="* * * * *")
-@app.task(name="tasks.retry_stalled", queueing_lock="tasks.retry_stalled", pass_context=True)
-async def retry_stalled(context: JobContext, timestamp: int) -> int:
-    """Jobs of a worker that died (killed mid-delivery, say) run again: its heartbeat stopped 30 s ago."""
-    stalled = list(await context.app.job_manager.get_stalled_jobs())
+async def stalled_jobs_retry(job_manager: JobManager, *, seconds: float) -> int:
+    """Queue again the jobs of workers whose heartbeat stopped `seconds` ago (killed, the machine gone)."""
+    stalled = list(await job_manager.get_stalled_jobs(seconds_since_heartbeat=seconds))
     for job in stalled:
-        await context.app.job_manager.retry_job(job)
+        await job_manager.retry_job(job)
     if stalled:
         logger.warning("retried the jobs of a worker that died", extra={"count": len(stalled)})
     return len(stalled)
+
+
+@app.periodic(cron="* * * * *")
+@app.task(name="tasks.retry_stalled", queueing_lock="tasks.retry_stalled", pass_context=True)
+async def retry_stalled(context: JobContext, timestamp: int) -> int:
+    """A delivery cut short by its worker's death runs again (at least once: receivers de-duplicate by
+    webhook-id). Workers beat every 10 s; 30 s of silence is a dead one."""
+    return await stalled_jobs_retry(context.app.job_manager, seconds=STALLED_SECONDS)
 
 
 @app.periodic(cron="17 3 * * *")

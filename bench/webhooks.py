@@ -1,0 +1,103 @@
+"""Events delivered per second by one worker (`manage.py procrastinate worker`) into a local receiver.
+
+    BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/lftrack_bench_webhooks .venv/bin/python bench/webhooks.py [EVENTS] [CONCURRENCY ...]
+
+Creates (and drops) its own database, starts an HTTP receiver on 127.0.0.1 that verifies every signature
+with standardwebhooks (as a real receiver would; it shares the 2 cores), records EVENTS new customers
+with an endpoint wanting `customer.created` (each event dispatched after its commit: queued, not sent),
+then for each CONCURRENCY starts one worker on the queued deliveries and times the first delivery to
+the last. Prints events/s and the worker's CPU per event.
+"""
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/lftrack_bench_webhooks")
+EVENTS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+CONCURRENCIES = [int(c) for c in sys.argv[2:]] or [1, 8]
+os.environ.update(
+    DATABASE_URL=URL, SECRET_KEY="bench-only-secret-key-not-for-production", DJANGO_SETTINGS_MODULE="lftrack.settings",
+    WEBHOOKS_ALLOW_PRIVATE_NETWORKS="1", DEBUG="1", LOG_LEVEL="WARNING", CONN_MAX_AGE="600",
+)
+server, name = URL.rsplit("/", 1)
+with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin.execute(f'CREATE DATABASE "{name}"')
+subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+sys.path.insert(0, str(ROOT))
+
+import django  # noqa: E402
+
+django.setup()
+from django.db import connection  # noqa: E402
+from standardwebhooks import Webhook  # noqa: E402
+
+from customers.services import customer_match  # noqa: E402
+from webhooks.models import Delivery, Endpoint  # noqa: E402
+from webhooks.services import endpoint_create  # noqa: E402
+from workspaces.services import workspace_create  # noqa: E402
+
+verified = 0
+lock = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        global verified
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Webhook(SECRET).verify(body, {k.lower(): v for k, v in self.headers.items()})
+        with lock:
+            verified += 1
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+receiver = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+threading.Thread(target=receiver.serve_forever, daemon=True).start()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+for concurrency in CONCURRENCIES:
+    workspace = workspace_create(slug=f"bench-{concurrency}", name="Bench")
+    issued = endpoint_create(workspace=workspace, url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",
+                             event_types=["customer.created"])
+    SECRET = issued.secret
+    for n in range(EVENTS):
+        customer_match(workspace=workspace, channel="api", email=f"p{n}@example.com")
+    Endpoint.objects.exclude(pk=issued.endpoint.pk).update(enabled=False)
+    queued = Delivery.objects.filter(endpoint=issued.endpoint, state="pending").count()
+    verified = 0
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "procrastinate", "worker", "--queues", "webhooks", "--concurrency", str(concurrency)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    while verified == 0:
+        time.sleep(0.01)
+    started, cpu0 = time.perf_counter(), cpu_seconds(worker.pid)
+    while Delivery.objects.filter(endpoint=issued.endpoint, state="delivered").count() < queued:
+        time.sleep(0.2)
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds(worker.pid) - cpu0
+    worker.terminate()
+    worker.wait()
+    print(f"concurrency {concurrency}: {queued} events in {elapsed:.1f} s: {queued / elapsed:.0f} events/s, "
+          f"worker CPU {cpu / queued * 1000:.2f} ms per event, {verified} signatures verified")
+connection.close()
+with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
