@@ -213,11 +213,11 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
     def contact_name(self, obj: Enrollment) -> str:
         return obj.customer.name
 
-    @admin.display(description="enrolled (UTC)", ordering="enrolled_at")
+    @admin.display(description="enrolled", ordering="enrolled_at")
     def enrolled(self, obj: Enrollment) -> str:
         return when(obj.enrolled_at)
 
-    @admin.display(description="next send (UTC)", ordering="next_send_at")
+    @admin.display(description="next send", ordering="next_send_at")
     def next_send(self, obj: Enrollment) -> str:
         return when(obj.next_send_at)
 
@@ -229,7 +229,7 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
             subject = "(step removed)"
         else:  # as the recipient read it, not the step's template text
             subject = subject_render(obj.last_send_subject, name=obj.customer.name, email=obj.customer.email)
-        return f"#{obj.last_send_position} {subject}, {obj.last_send_at:%Y-%m-%d %H:%M} UTC"
+        return f"#{obj.last_send_position} {subject}, {when(obj.last_send_at)}"
 
     def get_list_display(self, request):
         columns = super().get_list_display(request)

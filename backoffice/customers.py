@@ -10,20 +10,13 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, cents, scope
-from campaigns.models import Campaign, Enrollment, Suppression
-from campaigns.selectors import enrollments_of_customer, suppression_by_email
+from backoffice.contact_page import contact_sections, suppression_row
+from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, scope, titled, when
+from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
-from conversions.models import ConversionEvent
-from conversions.selectors import conversions_of_customer
-from customers.models import Customer, CustomerActivity
-from customers.selectors import customer_activity
+from customers.models import Customer
 from customers.services import customer_match
 from lftrack.errors import ServiceError
-
-# The contact page lists this many of each; the rest is one click away in the filtered lists.
-PAGE_ROWS = 100
-Kind = CustomerActivity.Kind
 
 
 def suppression_of(outer: str = "") -> Exists:
@@ -76,7 +69,7 @@ class CustomerAdmin(ServiceFormAdmin):
     add_title = add_submit = "Add contact"
     add_intro = "An email already known in the workspace reuses that contact; an external id moves to it."
     list_display = ["contact", "name", "external_id", "source", "is_suppressed", "created_at"]
-    list_filter = ["source", SuppressedFilter, "workspace"]
+    list_filter = [("source", titled("how they came in")), SuppressedFilter, "workspace"]
     search_fields = ["email", "name", "external_id"]
     ordering = ["-created_at", "-pk"]
     fieldsets = [
@@ -160,8 +153,8 @@ class CustomerAdmin(ServiceFormAdmin):
 
     @admin.display(description="suppression")
     def suppression(self, obj: Customer) -> str:
-        row = _suppression_row(obj)
-        return f"{row.reason} since {row.created_at:%Y-%m-%d %H:%M} UTC" if row else "not suppressed"
+        row = suppression_row(obj)
+        return f"{row.reason} since {when(row.created_at)}" if row else "not suppressed"
 
     def add_done(self, request, form):
         """Add a contact by hand through customer_match: an existing email gets the contact reused."""
@@ -186,97 +179,5 @@ class CustomerAdmin(ServiceFormAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         obj = self.get_object(request, unquote(object_id))
         if obj is not None:
-            extra_context = {**_contact_sections(obj), **(extra_context or {})}
+            extra_context = {**contact_sections(obj), **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra_context)
-
-
-def _suppression_row(customer: Customer) -> Suppression | None:
-    if not customer.email:
-        return None
-    cached = getattr(customer, "_suppression_row", False)
-    if cached is False:
-        cached = suppression_by_email(workspace_id=customer.workspace_id, email=customer.email)
-        customer._suppression_row = cached
-    return cached
-
-
-def _contact_sections(customer: Customer) -> dict:
-    """Conversions, enrollments and the timeline of one contact: a fixed handful of queries."""
-    conversions = list(conversions_of_customer(customer=customer)[: PAGE_ROWS + 1])
-    enrollments = list(enrollments_of_customer(customer=customer)[: PAGE_ROWS + 1])
-    activities = list(customer_activity(customer=customer)[: PAGE_ROWS * 2])
-    timeline = [(a.created_at, _describe(a), a.get_channel_display()) for a in activities]
-    suppression = _suppression_row(customer)
-    if suppression is not None and not any(a.kind == Kind.SUPPRESSED for a in activities):
-        timeline.append((suppression.created_at, f"Suppressed: {suppression.reason}", "-"))
-    timeline.sort(key=lambda row: row[0])
-    return {
-        "conversions": [_conversion_row(c) for c in conversions[:PAGE_ROWS]],
-        "more_conversions": len(conversions) > PAGE_ROWS,
-        "conversions_url": reverse("admin:conversions_conversionevent_changelist") + f"?customer__id__exact={customer.pk}",
-        "enrollments": [_enrollment_row(e) for e in enrollments[:PAGE_ROWS]],
-        "more_enrollments": len(enrollments) > PAGE_ROWS,
-        "enrollments_url": reverse("admin:campaigns_enrollment_changelist") + f"?customer__id__exact={customer.pk}",
-        "timeline": timeline,
-    }
-
-
-def _conversion_row(event: ConversionEvent) -> dict:
-    link = event.link
-    return {
-        "event": event.get_event_display(),
-        "link": format_html(
-            '<a href="{}">/l/{}</a> <span class="lf-muted">{}</span>',
-            reverse("admin:clicks_link_change", args=[link.pk]),
-            link.key,
-            link.destination[:80],
-        ),
-        "post": format_html('<a href="{}">{}</a>', reverse("admin:clicks_post_change", args=[link.post_id]), link.post.title),
-        "value": cents(event.value_cents) if event.value_cents is not None else "-",
-        "event_name": event.event_name or "-",
-        "when": event.occurred_at,
-        "channel": event.get_channel_display(),
-    }
-
-
-def _enrollment_row(enrollment: Enrollment) -> dict:
-    campaign = enrollment.campaign
-    return {
-        "campaign": format_html(
-            '<a href="{}?campaign__id__exact={}">{}</a>',
-            reverse("admin:campaigns_enrollment_changelist"),
-            campaign.pk,
-            campaign,
-        ),
-        "state": enrollment.get_state_display(),
-        "enrolled_at": enrollment.enrolled_at,
-        "next_send_at": enrollment.next_send_at,
-        "last_sent_at": enrollment.last_sent_at,
-    }
-
-
-def _other(customer: Customer | None) -> str:
-    if customer is None:
-        return mark_safe('<span class="lf-muted">a deleted contact</span>')
-    return format_html('<a href="{}">{}</a>', reverse("admin:customers_customer_change", args=[customer.pk]), customer)
-
-
-def _describe(activity: CustomerActivity) -> str:
-    if activity.kind == Kind.CREATED:
-        suffix = format_html(" with external id “{}”", activity.external_id) if activity.external_id else ""
-        return format_html("Created{}", suffix)
-    if activity.kind == Kind.EMAIL_ADDED:
-        return format_html("Email added: {}", activity.detail.get("email", ""))
-    if activity.kind == Kind.EXTERNAL_ID_MOVED_IN:
-        previous = activity.detail.get("previous_external_id")
-        replaced = format_html(" (replacing “{}”)", previous) if previous else ""
-        if activity.other_customer_id is None:
-            return format_html("External id “{}” attached{}", activity.external_id, replaced)
-        return format_html(
-            "External id “{}” moved in from {}{}", activity.external_id, _other(activity.other_customer), replaced
-        )
-    if activity.kind == Kind.EXTERNAL_ID_MOVED_OUT:
-        return format_html("External id “{}” moved out to {}", activity.external_id, _other(activity.other_customer))
-    if activity.kind == Kind.SUPPRESSED:
-        return format_html("Suppressed: {}", activity.detail.get("reason", ""))
-    return activity.get_kind_display()

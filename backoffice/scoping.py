@@ -10,8 +10,11 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.utils.formats import date_format
 from django.utils.functional import cached_property
+from django.utils.timezone import localtime
 
+from backoffice.site import plural_label
 from lftrack.errors import ServiceError
 from workspaces.models import Membership, Workspace
 
@@ -110,6 +113,17 @@ class ScopedRelatedFilter(RelatedFieldListFilter):
     def has_output(self) -> bool:
         # Django skips a filter with a single choice, and with it the value asked for in the URL.
         return super().has_output() or bool(self.lookup_val or self.lookup_val_isnull)
+
+
+def titled(title: str, base: type = admin.ChoicesFieldListFilter) -> type:
+    """A field's list filter under a title of our own ("how they came in"), not the field's name ("source")."""
+
+    class Titled(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.title = title
+
+    return Titled
 
 
 class WorkspaceModelForm(forms.ModelForm):
@@ -241,6 +255,10 @@ class WorkspaceScopedAdmin(_Scoped, admin.ModelAdmin):
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
 
+    def changelist_view(self, request, extra_context=None):
+        # "Recipients", not Django's "Select enrollment to change"; subclasses may pass a title of their own.
+        return super().changelist_view(request, {"title": plural_label(self.model._meta), **(extra_context or {})})
+
     def get_list_filter(self, request):
         filters = []
         for item in super().get_list_filter(request):
@@ -338,8 +356,8 @@ class WorkspaceScopedStackedInline(_Scoped, admin.StackedInline):
 
 
 def when(value) -> str:
-    """A compact UTC timestamp for list columns: 2026-03-02 09:00."""
-    return f"{value:%Y-%m-%d %H:%M}" if value else "-"
+    """A moment as the back office writes every one (lftrack/formats/): 2026-03-02 09:00, in UTC."""
+    return date_format(localtime(value), "DATETIME_FORMAT") if value else "-"
 
 
 def cents(value: int | None) -> str:

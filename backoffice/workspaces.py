@@ -21,6 +21,7 @@ from backoffice.scoping import (
     as_id,
     is_superuser,
     visible_workspaces,
+    when,
 )
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
@@ -284,7 +285,7 @@ class ApiTokenAdmin(ServiceFormAdmin):
 
     @admin.display(description="status", ordering="revoked_at")
     def status(self, obj: ApiToken) -> str:
-        return "Active" if obj.revoked_at is None else f"Revoked {obj.revoked_at:%Y-%m-%d %H:%M} UTC"
+        return "Active" if obj.revoked_at is None else f"Revoked {when(obj.revoked_at)}"
 
     def get_urls(self):
         revoke = path("<path:object_id>/revoke/", self.admin_site.admin_view(self.revoke_view), name="workspaces_apitoken_revoke")

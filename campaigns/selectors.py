@@ -2,7 +2,7 @@
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower
 
-from campaigns.models import Campaign, Enrollment, Suppression
+from campaigns.models import Campaign, EmailSend, Enrollment, Suppression
 from customers.models import Customer
 from lftrack.db import after_keyset
 
@@ -13,6 +13,16 @@ def enrollments_of_customer(*, customer: Customer) -> QuerySet:
         Enrollment.objects.filter(workspace_id=customer.workspace_id, customer=customer)
         .select_related("campaign")
         .order_by("-enrolled_at", "-pk")
+    )
+
+
+def sends_of_customer(*, customer: Customer) -> QuerySet:
+    """Every email of a campaign sent (or tried) to the contact, newest first, with its campaign and step;
+    through the contact's enrollments and the (enrollment, position) index."""
+    return (
+        EmailSend.objects.filter(workspace_id=customer.workspace_id, enrollment__customer=customer)
+        .select_related("campaign", "campaign_email")
+        .order_by("-sent_at", "-pk")
     )
 
 

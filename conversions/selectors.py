@@ -2,6 +2,7 @@
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from clicks.models import Click
 from conversions.models import ConversionEvent
 from customers.models import Customer
 from lftrack.db import after_keyset
@@ -13,6 +14,17 @@ def conversions_of_customer(*, customer: Customer) -> QuerySet:
         ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer)
         .select_related("link__post")
         .order_by("-occurred_at", "-pk")
+    )
+
+
+def clicks_of_customer(*, customer: Customer) -> QuerySet:
+    """The clicks that led to the contact's leads and sales, newest first, with their link and post. A click
+    carries no contact: it becomes theirs through a conversion (the (customer, -occurred_at) index)."""
+    converted = ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer)
+    return (
+        Click.objects.filter(workspace_id=customer.workspace_id, pk__in=converted.values("click_id"))
+        .select_related("link__post")
+        .order_by("-created_at", "-pk")
     )
 
 

@@ -71,7 +71,7 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 INSTALLED_APPS = [
     # First: its templates (admin/base_site.html, ...) override django.contrib.admin's.
     "backoffice",
-    "django.contrib.admin",
+    "backoffice.apps.BackOfficeAdminConfig",  # django.contrib.admin with our site (backoffice/site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -289,6 +289,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# The back office writes every moment one way, 2026-03-01 12:30 (lftrack/formats/).
+FORMAT_MODULE_PATH = ["lftrack.formats"]
 
 STATIC_URL = "static/"
 # WhiteNoise serves the admin's CSS and JavaScript from gunicorn itself; with finders on it reads

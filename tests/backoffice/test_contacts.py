@@ -1,15 +1,19 @@
 """Contacts: search, source and suppression filters, the contact page, and adding a contact by hand."""
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.urls import reverse
 
+from clicks.models import Click
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
 from tests.factories import (
+    CampaignEmailFactory,
     CampaignFactory,
+    ClickFactory,
     ConversionEventFactory,
     CustomerFactory,
+    EmailSendFactory,
     EnrollmentFactory,
     LinkFactory,
     SuppressionFactory,
@@ -57,7 +61,7 @@ def test_filter_by_how_they_came_in(as_bob, people):
     assert listed(as_bob, source__exact="manual") == {"alan@turing.test"}
     assert listed(as_bob, source__exact="api") == {"Ada@Lovelace.test"}
     page = as_bob.get(LIST).content.decode()
-    assert "By how they came in" in page or "By source" in page
+    assert "<summary>How they came in</summary>" in page
     for label in ("API", "Pixel", "Manual"):
         assert f">{label}</a>" in page
 
@@ -97,14 +101,57 @@ def test_contact_page_shows_identity_conversions_enrollments_and_timeline(as_bob
 
     page = page_of(as_bob, b)
     for text in ("b@example.com", "Second", "crm-7", "API",  # identity and how they came in
-                 "Sale", f"/l/{link.key}", "Black Friday post", "490.00", "Annual plan", "2026-03-01 12:30 UTC",
+                 "Sale", f"/l/{link.key}", "Black Friday post", "490.00", "Annual plan", "2026-03-01 12:30",
                  "Lead", "Signed up",  # conversions
-                 "Onboarding", "Active", "2026-03-02 09:00 UTC",  # enrollments
+                 "Onboarding", "Active", "2026-03-02 09:00",  # enrollments
                  "External id “crm-7” moved in from", "a@example.com", "Suppressed: bounced", "bounced since"):
         assert text in page, text
     page_a = page_of(as_bob, a)
     assert "External id “crm-7” moved out to" in page_a and "b@example.com" in page_a
     assert "Created with external id “crm-7”" in page_a
+
+
+def test_contact_page_shows_first_touch_clicks_emails_and_one_timeline(as_bob, acme, moved):
+    _, b = moved
+    march = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    link = LinkFactory(post__workspace=acme, post__title="Spring post",
+                       destination="https://acme.test/p?utm_source=newsletter&utm_medium=email&utm_campaign=spring&x=1")
+    first = ClickFactory(link=link, referrer="https://news.example.org/issue/12", referrer_domain="news.example.org",
+                         device="mobile", browser="Mobile Safari", os="iOS")
+    Click.objects.filter(pk=first.pk).update(created_at=march)
+    ConversionEventFactory(click=first, customer=b, event="lead", occurred_at=march + timedelta(minutes=5))
+    later = ClickFactory(link=LinkFactory(post__workspace=acme, post__title="Autumn post"), referrer_domain="t.co")
+    ConversionEventFactory(click=later, customer=b, event="sale", value_cents=1500)
+    ClickFactory(link=link)  # somebody else's click: not this contact's
+    campaign = CampaignFactory(workspace=acme, name="Onboarding")
+    enrollment = EnrollmentFactory(campaign=campaign, customer=b, enrolled_at=march + timedelta(minutes=6),
+                                   state="stopped", stopped_at=march + timedelta(days=2))
+    step = CampaignEmailFactory(campaign=campaign, position=1, subject="Welcome, {{ name }}")
+    EmailSendFactory(enrollment=enrollment, campaign_email=step, sent_at=march + timedelta(days=1),
+                     complained_at=march + timedelta(days=1, hours=2))
+    EmailSendFactory(enrollment=enrollment, campaign_email=None, position=2, status="failed",
+                     sent_at=march + timedelta(days=1, hours=3), error="550 mailbox unavailable")
+
+    page = page_of(as_bob, b)
+    first_touch = page.split('id="contact-first-touch"')[1].split('id="contact-timeline"')[0]
+    for text in ("2026-03-01 12:00", f"/l/{link.key}", "Spring post", "https://news.example.org/issue/12", "mobile",
+                 "Mobile Safari", "newsletter", "email", "spring"):
+        assert text in first_touch, text
+    assert "Autumn post" not in first_touch
+    clicks = page.split('id="contact-clicks"')[1].split('id="contact-emails"')[0]
+    assert clicks.count("<tr>") == 3  # the header and this contact's two clicks
+    assert "news.example.org" in clicks and "t.co" in clicks
+    emails = page.split('id="contact-emails"')[1].split('id="contact-enrollments"')[0]
+    for text in ("#1 Welcome, Second", "Sent, marked as spam 2026-03-02 14:00", "#2 (step removed)", "Failed",
+                 "550 mailbox unavailable", "Onboarding"):
+        assert text in emails, text
+    timeline = page.split('id="contact-timeline"')[1].split('id="contact-conversions"')[0]
+    order = ["External id “crm-7” moved in from", "Stopped in", "Email failed:", "Marked #1 Welcome, Second as spam",
+             "Emailed #1 Welcome, Second", "Enrolled in", "Lead"]
+    positions = [timeline.index(text) for text in order]
+    assert positions == sorted(positions), "newest first"
+    assert "Sale 15.00" in timeline and timeline.count("Clicked") == 2
+    assert "Clicked" in timeline.split("<tr")[-1]  # the first click is the oldest entry
 
 
 def test_contact_page_of_a_person_without_email(as_bob, acme):
@@ -167,7 +214,7 @@ def test_a_contact_cannot_be_added_to_another_workspace(as_bob, acme, globex):
 
 def test_contact_page_links_to_all_conversions_when_there_are_many(as_bob, acme, moved, monkeypatch):
     _, b = moved
-    monkeypatch.setattr("backoffice.customers.PAGE_ROWS", 2)
+    monkeypatch.setattr("backoffice.contact_page.PAGE_ROWS", 2)
     link = LinkFactory(post__workspace=acme)
     for _ in range(3):
         ConversionEventFactory(click__link=link, customer=b)

@@ -75,7 +75,8 @@ def test_pages_with_lists_in_them_are_bounded(size, as_alice, acme, django_asser
     contact = rows["contact"]
     for i in range(size):  # one contact with many of everything
         campaign = CampaignFactory(workspace=acme)
-        EnrollmentFactory(campaign=campaign, customer=contact)
+        EmailSendFactory(enrollment=EnrollmentFactory(campaign=campaign, customer=contact),
+                         campaign_email=CampaignEmailFactory(campaign=campaign, position=1))
         ConversionEventFactory(click__link__post__workspace=acme, customer=contact)
         CustomerActivityFactory(customer=contact)
     post = rows["post"]
@@ -84,7 +85,7 @@ def test_pages_with_lists_in_them_are_bounded(size, as_alice, acme, django_asser
     for _ in range(size):
         CampaignEmailFactory(campaign=rows["campaign"])
     pages = {
-        reverse("admin:customers_customer_change", args=[contact.pk]): 12,
+        reverse("admin:customers_customer_change", args=[contact.pk]): 15,  # clicks, the first touch, emails too
         # Where its clicks came from; its revenue, and its links' revenue, per currency.
         reverse("admin:clicks_post_change", args=[post.pk]): 11,
         reverse("admin:campaigns_campaign_change", args=[rows["campaign"].pk]): 7,
