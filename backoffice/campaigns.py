@@ -7,6 +7,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from backoffice.exports import Column, CsvExportMixin
 from backoffice.scoping import (
     MEMBERS,
     OWNERS,
@@ -175,8 +176,18 @@ def _last_send(field: str) -> Subquery:
     return Subquery(sends.values(field)[:1])
 
 
+def _last_subject(enrollment: Enrollment) -> str:
+    """The last email sent to a recipient, as they read it (not the step's template text): "#2 Tips, Ada"."""
+    if enrollment.last_send_at is None:
+        return ""
+    if enrollment.last_send_subject is None:
+        return f"#{enrollment.last_send_position} (step removed)"
+    customer = enrollment.customer
+    return f"#{enrollment.last_send_position} {subject_render(enrollment.last_send_subject, name=customer.name, email=customer.email)}"
+
+
 @admin.register(Enrollment)
-class EnrollmentAdmin(WorkspaceScopedAdmin):
+class EnrollmentAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     """Campaign recipients: who is enrolled, in which state, when the next email goes, what went last."""
 
     view_roles = MEMBERS
@@ -188,6 +199,19 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
     search_fields = ["customer__email", "customer__name", "customer__external_id"]
     ordering = ["-enrolled_at", "-pk"]
     actions = ["stop_enrollments", "resume_enrollments"]
+    export_name = "recipients"
+    export_columns = [
+        Column("email", lambda e: e.customer.email),
+        Column("name", lambda e: e.customer.name),
+        Column("campaign", lambda e: e.campaign.name),
+        Column("state", lambda e: e.get_state_display()),
+        Column("enrolled (UTC)", lambda e: e.enrolled_at),
+        Column("next send (UTC)", lambda e: e.next_send_at),
+        Column("last email", lambda e: _last_subject(e)),
+        Column("last sent (UTC)", lambda e: e.last_send_at),
+        Column("stopped (UTC)", lambda e: e.stopped_at),
+        Column("completed (UTC)", lambda e: e.completed_at),
+    ]
 
     def get_queryset(self, request):
         return (
@@ -225,11 +249,7 @@ class EnrollmentAdmin(WorkspaceScopedAdmin):
     def last_email(self, obj: Enrollment) -> str:
         if obj.last_send_at is None:
             return "-"
-        if obj.last_send_subject is None:
-            subject = "(step removed)"
-        else:  # as the recipient read it, not the step's template text
-            subject = subject_render(obj.last_send_subject, name=obj.customer.name, email=obj.customer.email)
-        return f"#{obj.last_send_position} {subject}, {when(obj.last_send_at)}"
+        return f"{_last_subject(obj)}, {when(obj.last_send_at)}"
 
     def get_list_display(self, request):
         columns = super().get_list_display(request)

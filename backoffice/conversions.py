@@ -1,14 +1,20 @@
 """Conversions in the back office: a read-only list of leads and sales with their contact, link and post."""
+from django.conf import settings
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from backoffice.exports import Column, CsvExportMixin
 from backoffice.scoping import MEMBERS, WorkspaceScopedAdmin, cents
 from conversions.models import ConversionEvent
 
 
+def _decimal(cents: int | None) -> str:
+    return "" if cents is None else f"{cents // 100}.{cents % 100:02d}"
+
+
 @admin.register(ConversionEvent)
-class ConversionEventAdmin(WorkspaceScopedAdmin):
+class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     """Stored once, never edited: owners and editors browse."""
 
     view_roles = MEMBERS
@@ -21,6 +27,22 @@ class ConversionEventAdmin(WorkspaceScopedAdmin):
     fields = ["event", "value", "event_name", "contact", "click", "link_key", "post", "occurred_at", "channel", "meta"]
     readonly_fields = fields
     actions = []
+    export_name = "conversions"
+    export_columns = [
+        Column("id", lambda e: e.pk),
+        Column("when (UTC)", lambda e: e.occurred_at),
+        Column("event", lambda e: e.event),
+        Column("value", lambda e: _decimal(e.value_cents)),
+        Column("event name", lambda e: e.event_name),
+        Column("invoice id", lambda e: e.invoice_id),
+        Column("contact email", lambda e: e.customer.email if e.customer else ""),
+        Column("contact external_id", lambda e: e.customer.external_id if e.customer else ""),
+        Column("link", lambda e: f"{settings.PUBLIC_BASE_URL}/l/{e.link.key}"),
+        Column("destination", lambda e: e.link.destination),
+        Column("post", lambda e: e.link.post.title),
+        Column("via", lambda e: e.channel),
+        Column("click id", lambda e: e.click.click_id),
+    ]
 
     @admin.display(description="value", ordering="value_cents")
     def value(self, obj: ConversionEvent) -> str:

@@ -11,6 +11,8 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from backoffice.contact_page import contact_sections, suppression_row
+from backoffice.exports import Column, CsvExportMixin
+from backoffice.imports import ContactImportMixin
 from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, scope, titled, when
 from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
@@ -61,7 +63,7 @@ class EnrollForm(forms.Form):
 
 
 @admin.register(Customer)
-class CustomerAdmin(ServiceFormAdmin):
+class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     """Contacts. Identity fields change only through the matching service, so the page is read-only."""
 
     view_roles = add_roles = MEMBERS
@@ -79,6 +81,16 @@ class CustomerAdmin(ServiceFormAdmin):
     readonly_fields = ["email", "name", "external_id", "avatar", "source", "created_at", "updated_at", "suppression"]
     suppress_roles = OWNERS
     actions = ["enroll_contacts", "suppress_contacts"]
+    export_name = "contacts"
+    export_columns = [
+        Column("id", lambda c: c.pk),
+        Column("email", lambda c: c.email),
+        Column("name", lambda c: c.name),
+        Column("external_id", lambda c: c.external_id),
+        Column("came in by", lambda c: c.get_source_display()),
+        Column("created (UTC)", lambda c: c.created_at),
+        Column("suppressed", lambda c: "yes" if c.suppressed else ""),
+    ]
 
     @admin.action(description="Enroll selected contacts in a campaign…", permissions=["suppress"])
     def enroll_contacts(self, request, queryset) -> HttpResponseRedirect:

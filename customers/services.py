@@ -1,5 +1,5 @@
 """The one customer-matching service (docs/matching.md), used by every path that names a person."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Case, F, Value, When
@@ -61,6 +61,7 @@ _INSERT_OR_CANDIDATES_SQL = (
 class Match:
     customer: Customer
     created: bool
+    moved_from: Customer | None = None  # the contact the sent external_id was taken from, if it moved
 
 
 def customer_match(
@@ -95,7 +96,7 @@ def customer_match(
         for round_ in range(MAX_ROUNDS):
             match = request.attempt(first=round_ == 0)
             if match is not None:
-                return match
+                return replace(match, moved_from=request.moved_from) if request.moved_from else match
     raise RuntimeError("customer_match did not settle")  # only under pathological contention
 
 
@@ -109,6 +110,7 @@ class _Request:
     avatar_url: str
     overwrite_name: bool
     may_move: bool
+    moved_from: Customer | None = None
 
     def attempt(self, first: bool) -> Match | None:
         """One round; None means a concurrent request won a race and the round must be re-read."""
@@ -267,6 +269,7 @@ class _Request:
         source = moved_from[0]
         if source is not None:
             source.external_id = ""
+            self.moved_from = source
             self._log(source, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
             event_emit(
                 workspace_id=self.workspace.pk, type="customer.external_id_moved", subject_id=customer.pk,

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "axes",
     "procrastinate.contrib.django",
+    "import_export",  # the contact import's screens (backoffice/imports.py)
     "lftrack",
     "workspaces",
     "webhooks",

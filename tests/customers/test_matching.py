@@ -53,7 +53,7 @@ def test_external_id_moves_from_its_holder_to_the_email_owner(acme):
     holder = CustomerFactory(workspace=acme, email="old@example.com", external_id="user_42")
     ada = CustomerFactory(workspace=acme, email="ada@example.com")
     result = match(acme, email="ada@example.com", external_id="user_42")
-    assert result.customer.pk == ada.pk
+    assert result.customer.pk == ada.pk and result.moved_from.pk == holder.pk  # the import's preview says so
     assert reload(ada).external_id == "user_42"
     assert reload(holder).external_id == ""
     # Recorded on both sides: from whom, to whom, through which channel (and when: created_at).
@@ -70,6 +70,12 @@ def test_email_owners_previous_external_id_is_replaced_and_recorded(acme):
     moved_in = CustomerActivity.objects.get(customer=ada)
     assert moved_in.kind == Kind.EXTERNAL_ID_MOVED_IN
     assert moved_in.detail == {"previous_external_id": "crm_1"}
+
+
+def test_a_match_without_a_move_names_no_one_it_moved_from(acme):
+    CustomerFactory(workspace=acme, email="ada@example.com")
+    assert match(acme, email="ada@example.com", external_id="unheld").moved_from is None
+    assert match(acme, email="new@example.com").moved_from is None
 
 
 def test_same_external_id_again_changes_nothing(acme):
@@ -98,7 +104,7 @@ def test_email_less_holder_of_the_external_id_takes_the_email(acme):
 def test_new_customer_takes_the_external_id_from_a_holder_with_another_email(acme):
     holder = CustomerFactory(workspace=acme, email="old@example.com", external_id="user_42")
     result = match(acme, email="new@example.com", external_id="user_42")
-    assert result.created
+    assert result.created and result.moved_from.pk == holder.pk
     new = reload(result.customer)
     assert (new.email, new.external_id, new.source) == ("new@example.com", "user_42", "api")
     assert reload(holder).external_id == ""
