@@ -3,8 +3,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from backoffice.exports import Column, CsvExportMixin
@@ -94,6 +95,25 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     @admin.action(description="Resume selected paused campaigns", permissions=["change"])
     def resume_campaigns(self, request, queryset) -> None:
         self._switch(request, queryset, Campaign.Status.PAUSED, campaign_resume, "Resumed")
+
+    def switch_view(self, request, object_id: str) -> HttpResponseRedirect:
+        """The campaign page's Pause / Resume button: POST only, owners of its workspace only."""
+        campaign = self.get_object(request, object_id)
+        if request.method != "POST" or campaign is None or not self.has_change_permission(request, campaign):
+            raise PermissionDenied
+        if campaign.status == Campaign.Status.ACTIVE:
+            campaign_pause(campaign=campaign)
+            self.message_user(request, f"Paused {campaign}: due emails wait until you resume it.", messages.SUCCESS)
+        else:
+            campaign_resume(campaign=campaign)
+            self.message_user(request, f"Resumed {campaign}: emails that fell due go out on the next pass.",
+                              messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
+
+    def get_urls(self):
+        switch = path("<path:object_id>/switch/", self.admin_site.admin_view(self.switch_view),
+                      name="campaigns_campaign_switch")
+        return [switch, *super().get_urls()]
 
     def _switch(self, request, queryset, status: str, service, done: str) -> None:
         """Run `service` on each selected campaign the user may change that is in `status`."""

@@ -220,3 +220,26 @@ def test_editors_cannot_resume_campaigns(as_bob, spring):
     as_bob.post(CAMPAIGNS, {"action": "resume_campaigns", "_selected_action": [spring.pk]})
     spring.refresh_from_db()
     assert spring.status == Campaign.Status.PAUSED
+
+
+def test_the_campaign_page_pauses_and_resumes_it(as_alice, spring):
+    page = reverse("admin:campaigns_campaign_change", args=[spring.pk])
+    switch = reverse("admin:campaigns_campaign_switch", args=[spring.pk])
+    assert "Pause sending" in as_alice.get(page).content.decode()
+    done = as_alice.post(switch, follow=True)
+    spring.refresh_from_db()
+    assert spring.status == Campaign.Status.PAUSED and "Resume sending" in done.content.decode()
+    assert f"Paused {spring.name}" in done.content.decode()
+    as_alice.post(switch)
+    spring.refresh_from_db()
+    assert (spring.status, spring.paused_at) == (Campaign.Status.ACTIVE, None)
+
+
+def test_only_owners_of_the_campaign_switch_it_and_only_by_post(as_alice, as_bob, as_charlie, spring):
+    switch = reverse("admin:campaigns_campaign_switch", args=[spring.pk])
+    assert "Pause sending" not in as_bob.get(reverse("admin:campaigns_campaign_change", args=[spring.pk])).content.decode()
+    assert as_bob.post(switch).status_code == 403
+    assert as_charlie.post(switch).status_code == 403
+    assert as_alice.get(switch).status_code == 403
+    spring.refresh_from_db()
+    assert spring.status == Campaign.Status.ACTIVE
