@@ -7,7 +7,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from backoffice.scoping import cents
 from campaigns.mail import subject_render
 from campaigns.models import EmailSend, Enrollment, Suppression
 from campaigns.selectors import enrollments_of_customer, sends_of_customer, suppression_by_email
@@ -16,6 +15,7 @@ from conversions.models import ConversionEvent
 from conversions.selectors import clicks_of_customer, conversions_of_customer
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_activity
+from lftrack.currencies import amount_text
 
 # The contact page lists this many of each; the rest is one click away in the filtered lists.
 PAGE_ROWS = 100
@@ -133,8 +133,12 @@ def _device(click: Click) -> str:
     return " · ".join(part for part in parts if part) or "-"
 
 
+def _value(event: ConversionEvent) -> str:
+    return amount_text(event.value_cents, event.currency) if event.value_cents is not None else "-"
+
+
 def _conversion_what(event: ConversionEvent) -> SafeString:
-    value = f" {cents(event.value_cents)}" if event.value_cents is not None else ""
+    value = f" {_value(event)}" if event.value_cents is not None else ""
     name = format_html(" “{}”", event.event_name) if event.event_name else ""
     return format_html("{}{}", value, name)
 
@@ -144,7 +148,7 @@ def _conversion_row(event: ConversionEvent) -> dict:
         "event": event.get_event_display(),
         "link": format_html('{} <span class="lf-muted lf-clip">{}</span>', _link(event.link), event.link.destination),
         "post": _post(event.link),
-        "value": cents(event.value_cents) if event.value_cents is not None else "-",
+        "value": _value(event),
         "event_name": event.event_name or "-",
         "when": event.occurred_at,
         "channel": event.get_channel_display(),

@@ -5,12 +5,18 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from backoffice.exports import Column, CsvExportMixin
-from backoffice.scoping import MEMBERS, WorkspaceScopedAdmin, cents
+from backoffice.scoping import MEMBERS, WorkspaceScopedAdmin
 from conversions.models import ConversionEvent
+from lftrack.currencies import MINOR_UNITS, amount_text
 
 
-def _decimal(cents: int | None) -> str:
-    return "" if cents is None else f"{cents // 100}.{cents % 100:02d}"
+def _decimal(minor: int | None, currency: str) -> str:
+    """An amount for a spreadsheet: in major units, no thousands separator (49000 USD -> 490.00)."""
+    if minor is None:
+        return ""
+    digits = MINOR_UNITS.get(currency, 2)
+    units, fraction = divmod(minor, 10**digits)
+    return f"{units}.{fraction:0{digits}d}" if digits else str(units)
 
 
 @admin.register(ConversionEvent)
@@ -32,7 +38,8 @@ class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
         Column("id", lambda e: e.pk),
         Column("when (UTC)", lambda e: e.occurred_at),
         Column("event", lambda e: e.event),
-        Column("value", lambda e: _decimal(e.value_cents)),
+        Column("value", lambda e: _decimal(e.value_cents, e.currency)),
+        Column("currency", lambda e: e.currency if e.value_cents is not None else ""),
         Column("event name", lambda e: e.event_name),
         Column("invoice id", lambda e: e.invoice_id),
         Column("contact email", lambda e: e.customer.email if e.customer else ""),
@@ -46,7 +53,7 @@ class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
 
     @admin.display(description="value", ordering="value_cents")
     def value(self, obj: ConversionEvent) -> str:
-        return cents(obj.value_cents) if obj.value_cents is not None else "-"
+        return amount_text(obj.value_cents, obj.currency) if obj.value_cents is not None else "-"
 
     @admin.display(description="contact", ordering="customer__email")
     def contact(self, obj: ConversionEvent) -> str:

@@ -358,12 +358,3 @@ class WorkspaceScopedStackedInline(_Scoped, admin.StackedInline):
 def when(value) -> str:
     """A moment as the back office writes every one (lftrack/formats/): 2026-03-02 09:00, in UTC."""
     return date_format(localtime(value), "DATETIME_FORMAT") if value else "-"
-
-
-def cents(value: int | None) -> str:
-    """Integer cents as a plain amount: 49000 -> "490.00"."""
-    if value is None:
-        return "-"
-    sign = "-" if value < 0 else ""
-    value = abs(int(value))
-    return f"{sign}{value // 100:,}.{value % 100:02d}"
