@@ -1,12 +1,15 @@
-"""Conversions in the back office: a read-only list of leads and sales with their contact, link and post."""
+"""Conversions in the back office: a read-only list of leads and sales with their contact, link and post; test-mode
+data only when asked for."""
 from django.conf import settings
 from django.contrib import admin
+from django.db.models import OuterRef
 from django.urls import reverse
 from django.utils.html import format_html
 
 from backoffice.exports import Column, CsvExportMixin
 from backoffice.scoping import MEMBERS, WorkspaceScopedAdmin
 from conversions.models import ConversionEvent
+from conversions.selectors import refunded_of
 from lftrack.currencies import MINOR_UNITS, amount_text
 
 
@@ -19,18 +22,38 @@ def _decimal(minor: int | None, currency: str) -> str:
     return f"{units}.{fraction:0{digits}d}" if digits else str(units)
 
 
+class ModeFilter(admin.SimpleListFilter):
+    """Live data unless test data is asked for: test-mode records never mix into what a marketer reads."""
+
+    title = "mode"
+    parameter_name = "mode"
+
+    def lookups(self, request, model_admin):
+        return [("test", "Test data")]
+
+    def choices(self, changelist):
+        yield {"selected": self.value() != "test", "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+               "display": "Live"}
+        yield {"selected": self.value() == "test", "query_string": changelist.get_query_string({self.parameter_name: "test"}),
+               "display": "Test data"}
+
+    def queryset(self, request, queryset):
+        return queryset.filter(is_test=self.value() == "test")
+
+
 @admin.register(ConversionEvent)
 class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     """Stored once, never edited: owners and editors browse."""
 
     view_roles = MEMBERS
-    list_display = ["occurred_at", "event", "value", "event_name", "contact", "link_key", "post", "channel"]
+    list_display = ["occurred_at", "event", "value", "refunded", "event_name", "contact", "link_key", "post", "channel"]
     list_display_links = ["occurred_at"]
-    list_filter = ["event", "channel", "workspace"]
+    list_filter = [ModeFilter, "event", "channel", "workspace"]
     list_select_related = ["customer", "link__post", "click"]
     search_fields = ["customer__email", "customer__external_id", "event_name", "=click__click_id"]
     ordering = ["-occurred_at", "-pk"]
-    fields = ["event", "value", "event_name", "contact", "click", "link_key", "post", "occurred_at", "channel", "meta"]
+    fields = ["event", "value", "refunded", "event_name", "contact", "click", "link_key", "post", "occurred_at", "channel",
+              "invoice_id", "is_test", "meta"]
     readonly_fields = fields
     actions = []
     export_name = "conversions"
@@ -51,9 +74,16 @@ class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
         Column("click id", lambda e: e.click.click_id),
     ]
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(refunded_cents=refunded_of(OuterRef("pk")))
+
     @admin.display(description="value", ordering="value_cents")
     def value(self, obj: ConversionEvent) -> str:
         return amount_text(obj.value_cents, obj.currency) if obj.value_cents is not None else "-"
+
+    @admin.display(description="refunded")
+    def refunded(self, obj: ConversionEvent) -> str:
+        return amount_text(obj.refunded_cents, obj.currency) if obj.refunded_cents else "-"
 
     @admin.display(description="contact", ordering="customer__email")
     def contact(self, obj: ConversionEvent) -> str:

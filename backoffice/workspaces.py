@@ -23,6 +23,9 @@ from backoffice.scoping import (
     visible_workspaces,
     when,
 )
+from conversions.models import ConversionEvent, Refund
+from conversions.services import workspace_test_data_delete
+from lftrack.currencies import MINOR_UNITS
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
 from workspaces.models import ApiToken, Invitation, Membership, Workspace
@@ -51,9 +54,14 @@ def connect_site(workspace: Workspace, *, settings_url: str | None = None) -> di
 
 
 class SettingsForm(forms.ModelForm):
+    currency = forms.ChoiceField(
+        choices=[(code, code) for code in sorted(MINOR_UNITS)], required=False,
+        help_text="The currency of a sale that names none. Sales already recorded keep theirs.",
+    )
+
     class Meta:
         model = Workspace
-        fields = ["name", "allowed_origins"]
+        fields = ["name", "allowed_origins", "currency"]
         help_texts = {
             "allowed_origins": "Sites allowed to send leads with the pixel, one per line, e.g. https://shop.example.com",
         }
@@ -76,10 +84,12 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
     form = SettingsForm
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
-    readonly_fields = ["slug", "tracking_key", "snippet", "manage_tokens", "members", "daily_send_limit", "created_at"]
+    readonly_fields = ["slug", "tracking_key", "snippet", "manage_tokens", "members", "daily_send_limit", "created_at",
+                       "delete_test_data"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "created_at"]}),
         ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
+        ("Money", {"fields": ["currency", "delete_test_data"]}),
         ("Team and sending", {"fields": ["members", "daily_send_limit"]}),
     ]
 
@@ -104,6 +114,40 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         url = reverse("admin:workspaces_apitoken_changelist") + f"?workspace={obj.pk}"
         return format_html('<a href="{}" class="button" id="manage-tokens">Manage tokens</a>', url)
 
+    @admin.display(description="test data")
+    def delete_test_data(self, obj: Workspace) -> str:
+        url = reverse("admin:workspaces_workspace_delete_test_data", args=[obj.pk])
+        return format_html(
+            '<a href="{}" class="button" id="delete-test-data">Delete test data</a><p class="help">What test tokens '
+            "(lf_test_…) recorded: never counted, never emailed; see it under Conversions, mode “Test data”.</p>", url,
+        )
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.delete_test_data_view)
+        return [path("<path:object_id>/delete-test-data/", view, name="workspaces_workspace_delete_test_data"),
+                *super().get_urls()]
+
+    def delete_test_data_view(self, request, object_id):
+        """Owners: a confirmation, then `workspace_test_data_delete` (one click, one POST)."""
+        workspace = self.get_object(request, unquote(object_id))
+        if workspace is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_change_permission(request, workspace):
+            raise PermissionDenied
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            counts = workspace_test_data_delete(workspace=workspace)
+            self.message_user(
+                request, f"Deleted {counts['conversions']} test conversion(s) and {counts['refunds']} test refund(s).",
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(reverse("admin:workspaces_workspace_change", args=[workspace.pk]))
+        counts = {"conversions": ConversionEvent.objects.filter(workspace=workspace, is_test=True).count(),
+                  "refunds": Refund.objects.filter(workspace=workspace, is_test=True).count()}
+        return self.render_screen(
+            request, "admin/workspaces/workspace/delete_test_data.html", {"workspace": workspace, "counts": counts},
+            title="Delete test data",
+        )
+
     @admin.display(description="members")
     def members(self, obj: Workspace) -> str:
         url = reverse("admin:workspaces_membership_changelist") + f"?workspace={obj.pk}"
@@ -111,7 +155,8 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         workspace_settings_update(
-            workspace=obj, name=form.cleaned_data["name"], allowed_origins=form.cleaned_data["allowed_origins"]
+            workspace=obj, name=form.cleaned_data["name"], allowed_origins=form.cleaned_data["allowed_origins"],
+            currency=form.cleaned_data["currency"] or None,
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -233,6 +278,11 @@ class TokenCreateForm(forms.Form):
         choices=ApiToken.Scope.choices, required=False, widget=forms.CheckboxSelectMultiple,
         help_text="What it may do. None ticked: everything, now and as the API grows.",
     )
+    test = forms.BooleanField(
+        required=False, label="Test mode",
+        help_text="An lf_test_ token for trying the API: what it records is test data, left out of every number, "
+        "never emailed, never sent to live webhooks, and deleted with “Delete test data”.",
+    )
     nonce = forms.CharField(widget=forms.HiddenInput)
 
     def __init__(self, *args, workspaces, **kwargs):
@@ -254,13 +304,14 @@ class ApiTokenAdmin(ServiceFormAdmin):
     changelist_title = "Manage tokens"
     change_roles = delete_roles = NOBODY
     revoke_roles = OWNERS
-    list_display = ["name", "prefix_shown", "scopes_shown", "created", "last_used", "status", "created_by"]
+    list_display = ["name", "prefix_shown", "scopes_shown", "mode", "created", "last_used", "status", "created_by"]
     list_display_links = ["name"]
-    list_filter = [TokenStatusFilter, "workspace"]
+    list_filter = [TokenStatusFilter, "is_test", "workspace"]
     list_select_related = ["created_by"]
     search_fields = ["name", "prefix"]
     ordering = ["-created_at", "-pk"]
-    fields = ["workspace", "name", "prefix_shown", "scopes_shown", "status", "created_at", "last_used_at", "revoked_at", "created_by"]
+    fields = ["workspace", "name", "prefix_shown", "scopes_shown", "mode", "status", "created_at", "last_used_at", "revoked_at",
+              "created_by"]
     readonly_fields = fields
     actions = ["revoke_tokens"]
 
@@ -269,11 +320,15 @@ class ApiTokenAdmin(ServiceFormAdmin):
 
     @admin.display(description="token", ordering="prefix")
     def prefix_shown(self, obj: ApiToken) -> str:
-        return f"lf_{obj.prefix}…"
+        return obj.shown
 
     @admin.display(description="may")
     def scopes_shown(self, obj: ApiToken) -> str:
         return ", ".join(obj.scopes.split()) if obj.scopes else "everything"
+
+    @admin.display(description="mode", ordering="is_test")
+    def mode(self, obj: ApiToken) -> str:
+        return "test" if obj.is_test else "live"
 
     @admin.display(description="created", ordering="created_at")
     def created(self, obj: ApiToken):
@@ -331,7 +386,7 @@ class ApiTokenAdmin(ServiceFormAdmin):
         request.session[NONCE_SESSION_KEY] = nonces
         issued = api_token_create(
             workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user,
-            scopes=form.cleaned_data["scopes"],
+            scopes=form.cleaned_data["scopes"], test=form.cleaned_data["test"],
         )
         self.log_addition(request, issued.token, [{"added": {}}])
         return self.render_screen(
@@ -350,7 +405,7 @@ class ApiTokenAdmin(ServiceFormAdmin):
         if request.method == "POST" and request.POST.get("confirm") == "yes":
             api_token_revoke(workspace=token.workspace, token_id=token.pk)
             self.log_change(request, token, [{"changed": {"fields": ["revoked_at"]}}])
-            self.message_user(request, f"Revoked “{token.name}” (lf_{token.prefix}…).", messages.SUCCESS)
+            self.message_user(request, f"Revoked “{token.name}” ({token.shown}).", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist") + f"?workspace={token.workspace_id}")
         return self.render_screen(
             request, "admin/workspaces/apitoken/revoke_confirm.html", {"tokens": [token]}, title="Revoke token"

@@ -27,8 +27,11 @@ SELECT :ws, :camp, p, 'Step ' || p, 'Hello {{ name }}', 60 * p, true, now() FROM
 ON CONFLICT DO NOTHING;
 
 -- 1,000 posts with one link each; posts 1-100 belong to the campaign.
-INSERT INTO clicks_post (workspace_id, title, campaign_id, created_at)
-SELECT :ws, 'Growth post ' || g, CASE WHEN g <= 100 THEN :camp END, now() FROM generate_series(1, 1000) g;
+INSERT INTO clicks_post (workspace_id, title, created_at)
+SELECT :ws, 'Growth post ' || g, now() FROM generate_series(1, 1000) g;
+INSERT INTO campaigns_campaignpost (workspace_id, campaign_id, post_id, created_at)
+SELECT :ws, :camp, id, now() FROM clicks_post WHERE workspace_id = :ws ORDER BY id LIMIT 100
+ON CONFLICT DO NOTHING;
 INSERT INTO clicks_link (workspace_id, post_id, key, destination, created_at)
 SELECT :ws, p.id, 'g' || substr(md5(p.id::text || random()::text), 1, 12), 'https://shop.example.com/p/' || p.id, now()
 FROM clicks_post p WHERE p.workspace_id = :ws AND NOT EXISTS (SELECT 1 FROM clicks_link l WHERE l.post_id = p.id);
@@ -52,13 +55,15 @@ INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agen
 SELECT :ws, l.id, md5(g::text || random()::text), now() - (g % 2592000) * interval '1 second', 'growth-seed', ''
 FROM generate_series(1, :events) g JOIN growth_links l ON l.n = 1 + g % :nlinks;
 
--- One event per click: two leads for every sale, spread over 1,000,000 customers and 30 days.
+-- One event per click: two leads for every sale, spread over 1,000,000 customers and 30 days; one sale in
+-- five in euros.
 INSERT INTO conversions_conversionevent
-    (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel)
+    (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel,
+     currency)
 SELECT c.workspace_id, c.id, c.link_id, :first_customer + (c.id % :customers),
        CASE WHEN c.id % 3 = 0 THEN 'sale' ELSE 'lead' END,
        CASE WHEN c.id % 3 = 0 THEN 100 * (c.id % 500) END,
-       'growth', '{}'::jsonb, c.created_at, 'api'
+       'growth', '{}'::jsonb, c.created_at, 'api', CASE WHEN c.id % 15 = 0 THEN 'EUR' ELSE 'USD' END
 FROM clicks_click c WHERE c.workspace_id = :ws
   AND NOT EXISTS (SELECT 1 FROM conversions_conversionevent e WHERE e.click_id = c.id);
 

@@ -95,6 +95,7 @@ def lead_out(result: LeadResult) -> dict:
 
 class CampaignLeadViewSet(viewsets.ViewSet):
     required_scopes = {"create": "leads:write"}  # workspaces/auth.py
+    live_only = True  # a test token enrolls nobody, so mails nobody
 
     @extend_schema(
         operation_id="campaign_lead_create",
@@ -246,6 +247,7 @@ class EmailEventOut(serializers.Serializer):
 class EmailEventViewSet(viewsets.ViewSet):
     """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
     required_scopes = {"create": "email_events:write"}  # workspaces/auth.py
+    live_only = True  # a test token suppresses nobody
 
     @extend_schema(
         operation_id="email_event_create",

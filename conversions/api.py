@@ -53,6 +53,7 @@ from lftrack.api import (
     query_time,
     request_json,
 )
+from lftrack.currencies import currency_code
 from lftrack.errors import Forbidden, Unprocessable
 from lftrack.openapi import (
     PAGE_PARAMETERS,
@@ -67,6 +68,7 @@ from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
+CURRENCY_ERROR = "currency must be an ISO 4217 code"
 
 
 @extend_schema_field(
@@ -132,6 +134,12 @@ class ConversionInput(serializers.Serializer):
         help_text="A sale's charge or invoice id at your payment provider: a second sale with it stores nothing and "
         "answers 200 with the first (`Idempotent-Replayed: true`), forever. Ignored on a lead.",
     )
+    currency = StrictCharField(
+        max_length=3, required=False, allow_null=True, error_messages={"too_long": CURRENCY_ERROR},
+        help_text="A sale's currency, an ISO 4217 code in any letter case (`eur`); `value_cents` is in its minor unit "
+        "(cents; yen for JPY, which has none; fils for KWD, a thousandth). Absent: the workspace's currency (USD "
+        "unless changed in its settings). Ignored on a lead.",
+    )
 
     def validate(self, attrs: dict) -> dict:
         if attrs.get("occurred_at"):
@@ -141,6 +149,12 @@ class ConversionInput(serializers.Serializer):
             attrs["value_cents"] = _strict_value_cents.run_validation(value)
         else:
             attrs["value_cents"] = None
+        if attrs["event"] == ConversionEvent.Event.SALE and attrs.get("currency") is not None:
+            attrs["currency"] = currency_code(attrs["currency"])
+            if attrs["currency"] is None:
+                raise serializers.ValidationError(CURRENCY_ERROR)
+        else:
+            attrs["currency"] = None
         return attrs
 
 
@@ -186,6 +200,9 @@ class ConversionReadOut(ConversionOut):
     meta = serializers.DictField()
     channel = serializers.ChoiceField(choices=["api", "pixel", "manual"])
     invoice_id = serializers.CharField(allow_null=True)
+    currency = serializers.CharField(allow_null=True, help_text="A sale's ISO 4217 code; null on a lead.")
+    refunded_cents = serializers.IntegerField(allow_null=True, help_text="What was refunded of a sale; null on a lead.")
+    net_cents = serializers.IntegerField(allow_null=True, help_text="value_cents - refunded_cents; null on a lead.")
 
 
 ConversionPageOut = page_of(ConversionReadOut, "ConversionPage")
@@ -199,6 +216,18 @@ def conversion_read_out(conversion: ConversionEvent) -> dict:
         "meta": conversion.meta,
         "channel": conversion.channel,
         "invoice_id": optional(conversion.invoice_id),
+        **sale_money_out(conversion),
+    }
+
+
+def sale_money_out(conversion: ConversionEvent) -> dict:
+    """A sale's currency, refunded and net amounts (`refunded_cents` annotated or set by the caller); nulls on a lead."""
+    if conversion.event != ConversionEvent.Event.SALE:
+        return {"currency": None, "refunded_cents": None, "net_cents": None}
+    return {
+        "currency": conversion.currency,
+        "refunded_cents": conversion.refunded_cents,
+        "net_cents": (conversion.value_cents or 0) - conversion.refunded_cents,
     }
 
 
@@ -239,7 +268,9 @@ CONVERSION_ERRORS = [
     "occurred_at is in the future",
     "occurred_at is more than 90 days ago",
     "occurred_at is before the click",
+    CURRENCY_ERROR,
     *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id", "occurred_at"),
+    "currency must be a string",
 ]
 
 
@@ -287,7 +318,9 @@ class ConversionViewSet(viewsets.ViewSet):
             "until": query_time(params, "until"),
         }
         limit, after = page_position(params)
-        page = conversions_page(workspace_id=request.auth.workspace_id, filters=filters, after=after, limit=limit + 1)
+        page = conversions_page(
+            workspace_id=request.auth.workspace_id, filters=filters, after=after, limit=limit + 1, test=request.auth.is_test
+        )
         return Response(page_out(page, limit, conversion_read_out, at=lambda c: c.occurred_at))
 
     @extend_schema(
@@ -361,6 +394,8 @@ class ConversionViewSet(viewsets.ViewSet):
                     customer=data.get("customer"),
                     invoice_id=data.get("invoice_id") or "",
                     occurred_at=data.get("occurred_at"),
+                    currency=data["currency"],
+                    test=request.auth.is_test,
                 )
             except InvoiceRecorded as recorded:  # the invoice's first sale, whatever this body says
                 return Answer(status=200, body=conversion_out(recorded.sale, recorded.sale.click_key), replayed=True)

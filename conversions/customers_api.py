@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from campaigns.models import Enrollment, Suppression
 from campaigns.selectors import suppressions_by_email
-from conversions.models import ConversionEvent
+from conversions.models import ConversionEvent, Refund
 from conversions.selectors import customer_totals
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_reference, customers_page
@@ -22,10 +22,18 @@ from lftrack.ratelimit import rate_limit
 SEARCH_MAX = 200
 
 
+class RevenueOut(serializers.Serializer):
+    currency = serializers.CharField(help_text="ISO 4217 code; amounts are in its minor unit.")
+    sales = serializers.IntegerField()
+    gross_cents = serializers.IntegerField()
+    refunded_cents = serializers.IntegerField()
+    net_cents = serializers.IntegerField(help_text="gross_cents - refunded_cents.")
+
+
 class TotalsOut(serializers.Serializer):
     leads = serializers.IntegerField()
-    sales = serializers.IntegerField()
-    revenue_cents = serializers.IntegerField()
+    sales = serializers.IntegerField(help_text="In every currency together.")
+    revenue = RevenueOut(many=True, help_text="Per currency, sorted by it; never added across currencies.")
 
 
 class SuppressionOut(serializers.Serializer):
@@ -75,9 +83,10 @@ def customers_out(customers: list[Customer], workspace_id: int) -> dict[int, dic
 @extend_schema_serializer(component_name="ActivityItem")
 class ActivityItemOut(serializers.Serializer):
     type = serializers.ChoiceField(
-        choices=[*CustomerActivity.Kind.values, "lead", "sale", "enrolled"],
+        choices=[*CustomerActivity.Kind.values, "lead", "sale", "refund", "enrolled"],
         help_text="created, email_added, external_id_moved_in / _out (with `other_customer_id`), suppressed, "
-        "lead or sale (a conversion), enrolled (a campaign enrollment, with its state now).",
+        "lead or sale (a conversion), refund (of one of their sales), enrolled (a campaign enrollment, with its "
+        "state now).",
     )
     at = serializers.DateTimeField()
     detail = serializers.DictField()
@@ -99,7 +108,15 @@ def _identity_item(activity: CustomerActivity) -> dict:
 
 def _conversion_item(event: ConversionEvent) -> dict:
     detail = {"id": event.pk, "link_id": event.link_id, "value_cents": event.value_cents, "event_name": event.event_name}
+    if event.event == ConversionEvent.Event.SALE:
+        detail["currency"] = event.currency
     return {"type": event.event, "at": event.occurred_at, "detail": detail}
+
+
+def _refund_item(refund: Refund) -> dict:
+    detail = {"id": refund.pk, "conversion_id": refund.conversion_id, "amount_cents": refund.amount_cents,
+              "currency": refund.currency, "reason": refund.reason, "refund_id": refund.refund_id}
+    return {"type": "refund", "at": refund.created_at, "detail": detail}
 
 
 def _enrollment_item(enrollment: Enrollment) -> dict:
@@ -112,6 +129,7 @@ def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) ->
     the keyset `after` = (time, source, id); and the keyset of the last one when more follow. Each source
     reads at most `limit` + 1 rows through its index on the customer."""
     sources = [
+        (3, Refund.objects.filter(conversion__customer=customer, is_test=False), "created_at", _refund_item),
         (2, CustomerActivity.objects.filter(customer=customer), "created_at", _identity_item),
         (1, ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer), "occurred_at",
          _conversion_item),

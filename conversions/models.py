@@ -46,9 +46,11 @@ class ConversionEvent(models.Model):
                 condition=Q(channel__in=["api", "pixel", "manual"]), name="conversions_event_channel_valid"
             ),
             models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_event_currency_code"),
-            # The insert names this index (ON CONFLICT ... WHERE invoice_id <> ''): conversions/services.py.
+            # The insert names this index (ON CONFLICT ... WHERE invoice_id <> ''): conversions/services.py. Per
+            # mode: a test sale never takes an invoice id from the live sale that will bring it.
             models.UniqueConstraint(
-                fields=["workspace", "invoice_id"], condition=~Q(invoice_id=""), name="conversions_event_one_per_invoice"
+                fields=["workspace", "invoice_id", "is_test"], condition=~Q(invoice_id=""),
+                name="conversions_event_one_per_invoice_and_mode",
             ),
         ]
         indexes = [
@@ -89,9 +91,10 @@ class Refund(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(amount_cents__gt=0), name="conversions_refund_amount_positive"),
             models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_refund_currency_code"),
-            # The insert names this index (ON CONFLICT ... WHERE refund_id <> ''): conversions/refunds.py.
+            # The insert names this index (ON CONFLICT ... WHERE refund_id <> ''): conversions/refunds.py. Per mode.
             models.UniqueConstraint(
-                fields=["workspace", "refund_id"], condition=~Q(refund_id=""), name="conversions_refund_one_per_refund_id"
+                fields=["workspace", "refund_id", "is_test"], condition=~Q(refund_id=""),
+                name="conversions_refund_one_per_refund_id_and_mode",
             ),
         ]
         indexes = [

@@ -1,9 +1,10 @@
 """Reads of conversion events that the back office and the API share."""
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import BigIntegerField, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from clicks.models import Click
-from conversions.models import ConversionEvent
+from conversions.models import ConversionEvent, Refund
 from customers.models import Customer
 from lftrack.db import after_keyset
 
@@ -29,13 +30,14 @@ def clicks_of_customer(*, customer: Customer) -> QuerySet:
 
 
 def conversions_page(
-    *, workspace_id: int, filters: dict, after: tuple | None, limit: int
+    *, workspace_id: int, filters: dict, after: tuple | None, limit: int, test: bool = False
 ) -> list[ConversionEvent]:
     """GET /api/v1/conversions: the workspace's events newest first (occurred_at, then id), `limit` of them
     after the keyset `after` = (occurred_at, id) of the last one already seen. Served by the
     (workspace, -occurred_at) index; a row inserted meanwhile lands before the cursor, never in a later page.
-    `filters`: event, link_id, customer_id, since (>=), until (<)."""
-    events = ConversionEvent.objects.filter(workspace_id=workspace_id)
+    `filters`: event, link_id, customer_id, since (>=), until (<). Live events, or with `test` test-mode ones
+    only (a test token reads back what it recorded, a live one never sees it). Each with `refunded_cents`."""
+    events = ConversionEvent.objects.filter(workspace_id=workspace_id, is_test=test)
     for name, lookup in (("event", "event"), ("link_id", "link_id"), ("customer_id", "customer_id"),
                          ("since", "occurred_at__gte"), ("until", "occurred_at__lt")):
         if filters.get(name) is not None:
@@ -43,21 +45,39 @@ def conversions_page(
     if after is not None:
         events = events.filter(after_keyset("occurred_at", after))
     return list(
-        events.select_related("customer").annotate(click_key=F("click__click_id")).order_by("-occurred_at", "-pk")[:limit]
+        events.select_related("customer")
+        .annotate(click_key=F("click__click_id"), refunded_cents=refunded_of(OuterRef("pk")))
+        .order_by("-occurred_at", "-pk")[:limit]
     )
+
+
+def refunded_of(sale) -> Coalesce:
+    """What was refunded of `sale` (an id or OuterRef), 0 when nothing (the (conversion, id) index)."""
+    rows = Refund.objects.filter(conversion=sale).order_by().values("conversion").annotate(total=Sum("amount_cents"))
+    return Coalesce(Subquery(rows.values("total"), output_field=BigIntegerField()), 0)
+
+
+_TOTALS_SQL = (
+    "SELECT e.customer_id, CASE WHEN e.event = 'sale' THEN e.currency ELSE '' END,"
+    " COUNT(*) FILTER (WHERE e.event = 'lead'), COUNT(*) FILTER (WHERE e.event = 'sale'),"
+    " COALESCE(SUM(e.value_cents) FILTER (WHERE e.event = 'sale'), 0),"
+    f" COALESCE(SUM((SELECT SUM(r.amount_cents) FROM {Refund._meta.db_table} r WHERE r.conversion_id = e.id)), 0)"
+    f" FROM {ConversionEvent._meta.db_table} e WHERE e.customer_id = ANY(%(ids)s) AND NOT e.is_test GROUP BY 1, 2"
+)
 
 
 def customer_totals(*, customer_ids: list[int]) -> dict[int, dict]:
-    """Leads, sales and revenue (cents) of each customer, by id (one query; the (customer, -occurred_at) index)."""
-    rows = (
-        ConversionEvent.objects.filter(customer_id__in=customer_ids)
-        .values("customer_id")
-        .annotate(
-            leads=Count("pk", filter=Q(event="lead")),
-            sales=Count("pk", filter=Q(event="sale")),
-            revenue_cents=Coalesce(Sum("value_cents", filter=Q(event="sale")), 0),
-        )
-    )
-    empty = {"leads": 0, "sales": 0, "revenue_cents": 0}
-    found = {row.pop("customer_id"): row for row in rows}
-    return {pk: found.get(pk, empty) for pk in customer_ids}
+    """Leads, sales and revenue of each customer, by id: revenue per currency (sorted), gross, refunded and net,
+    never added across currencies; test-mode events left out. One query (the (customer, -occurred_at) index)."""
+    totals = {pk: {"leads": 0, "sales": 0, "revenue": []} for pk in customer_ids}
+    with connection.cursor() as cursor:
+        cursor.execute(_TOTALS_SQL, {"ids": list(customer_ids)})
+        rows = sorted(cursor.fetchall(), key=lambda row: (row[0], row[1]))
+    for customer_id, currency, leads, sales, gross, refunded in rows:
+        total = totals[customer_id]
+        total["leads"] += leads
+        total["sales"] += sales
+        if currency:
+            total["revenue"].append({"currency": currency, "sales": sales, "gross_cents": int(gross),
+                                     "refunded_cents": int(refunded), "net_cents": int(gross - refunded)})
+    return totals

@@ -13,7 +13,7 @@ from campaigns.confirmation import name_to_hold
 from campaigns.models import Campaign, CampaignPost
 from campaigns.services import LeadResult, campaign_enroll
 from clicks.models import Click, Link
-from conversions.models import ConversionEvent, IdempotencyKey
+from conversions.models import ConversionEvent, IdempotencyKey, Refund
 from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
@@ -32,10 +32,10 @@ IDEMPOTENCY_KEY_MAX = 255
 _INSERT_SQL = (
     f"INSERT INTO {ConversionEvent._meta.db_table}"
     " (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel,"
-    " invoice_id)"
-    " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s, %s"
+    " invoice_id, currency, is_test)"
+    " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s"
     f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s"
-    " ON CONFLICT (workspace_id, invoice_id) WHERE invoice_id <> '' DO NOTHING RETURNING id, click_id, link_id"
+    " ON CONFLICT (workspace_id, invoice_id, is_test) WHERE invoice_id <> '' DO NOTHING RETURNING id, click_id, link_id"
 )
 # The same round trip also finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
@@ -68,8 +68,13 @@ def conversion_record(
     customer: dict[str, str] | None = None,
     invoice_id: str = "",
     occurred_at: datetime | None = None,
+    currency: str | None = None,
+    test: bool = False,
 ) -> ConversionEvent:
     """Store a lead or sale against a click of this workspace, matching the customer when one is sent.
+
+    `currency` (an ISO 4217 code, checked by the caller) is the sale's; absent, and on leads, the workspace's.
+    `test`: recorded with a test token, so kept out of every number, mail and live webhook.
 
     A sale naming an `invoice_id` the workspace already has a sale for stores nothing and raises
     InvoiceRecorded with that first sale, even under concurrent repeats (the unique index decides).
@@ -81,7 +86,7 @@ def conversion_record(
     """
     invoice_id = invoice_id if event == ConversionEvent.Event.SALE else ""
     if invoice_id:
-        _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id)  # before matching anyone: nothing to undo
+        _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id, test=test)  # before matching: nothing to undo
     match = None
     held_name = ""
     if customer is not None and channel == Customer.Channel.PIXEL:
@@ -89,6 +94,10 @@ def conversion_record(
         # campaign enrollment, and never fills a name by itself (docs/matching.md, "The pixel").
         customer = dict(customer)
         held_name = name_to_hold(customer.pop("name", "") or "")
+    if test:
+        # Contacts are live data: a test-mode event matches, creates and enrolls nobody, so it never touches a
+        # live contact and never mails anyone (docs/api.md, "Test mode").
+        customer = None
     if customer is not None:
         match = customer_match(
             workspace=workspace,
@@ -106,6 +115,8 @@ def conversion_record(
         meta=meta if meta is not None else {},
         occurred_at=occurred_at or timezone.now(),
         channel=channel,
+        currency=(event == ConversionEvent.Event.SALE and currency) or workspace.currency,
+        is_test=test,
     )
     stamp = connection.ops.adapt_datetimefield_value(conversion.occurred_at)
     with prepared_cursor() as cursor:
@@ -120,6 +131,8 @@ def conversion_record(
                 stamp,
                 channel,
                 invoice_id,
+                conversion.currency,
+                test,
                 workspace.pk,
                 click_id,
                 *([] if occurred_at is None else [stamp]),
@@ -128,7 +141,7 @@ def conversion_record(
         row = cursor.fetchone()
     if row is None:
         if invoice_id:  # a concurrent repeat committed first; its customer match rolls back with this
-            _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id)
+            _raise_if_invoiced(workspace=workspace, invoice_id=invoice_id, test=test)
         if occurred_at is not None and Click.objects.filter(workspace=workspace, click_id=click_id).exists():
             raise Unprocessable("occurred_at is before the click")
         raise Unprocessable("unknown click_id")
@@ -157,9 +170,9 @@ class InvoiceRecorded(Exception):
         self.sale = sale
 
 
-def _raise_if_invoiced(*, workspace: Workspace, invoice_id: str) -> None:
+def _raise_if_invoiced(*, workspace: Workspace, invoice_id: str, test: bool) -> None:
     sale = (
-        ConversionEvent.objects.filter(workspace=workspace, invoice_id=invoice_id)
+        ConversionEvent.objects.filter(workspace=workspace, invoice_id=invoice_id, is_test=test)
         .select_related("customer")
         .annotate(click_key=F("click__click_id"))
         .first()
@@ -309,3 +322,12 @@ def idempotency_keys_purge(*, now: datetime | None = None) -> int:
     cutoff = (now or timezone.now()) - IDEMPOTENCY_TTL
     deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
     return deleted
+
+
+@transaction.atomic
+def workspace_test_data_delete(*, workspace: Workspace) -> dict[str, int]:
+    """Delete what the workspace's test tokens recorded: its test-mode conversions and their refunds. None of it
+    was ever counted in the numbers, so no total changes. Returns how many of each went."""
+    refunds, _ = Refund.objects.filter(workspace=workspace, is_test=True).delete()
+    conversions, _ = ConversionEvent.objects.filter(workspace=workspace, is_test=True).delete()
+    return {"conversions": conversions, "refunds": refunds}

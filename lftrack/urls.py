@@ -8,6 +8,7 @@ from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.customers_api import CustomerViewSet
+from conversions.refunds_api import RefundViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
@@ -19,6 +20,7 @@ from workspaces.views import invitation
 router = SimpleRouter(trailing_slash=False)
 router.register("conversions", ConversionViewSet, basename="conversion")
 router.register("browser/conversions", BrowserConversionViewSet, basename="browser-conversion")
+router.register(r"conversions/(?P<conversion_id>[^/]+)/refunds", RefundViewSet, basename="refund")
 # Any slug reaches the view, dots included, so an unknown one is "unknown campaign", not "not found".
 router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basename="campaign-lead")
 router.register(r"campaigns/(?P<slug>[^/]+)/enrollments", CampaignEnrollmentViewSet, basename="campaign-enrollment")

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from campaigns.models import Campaign
 from clicks.models import Link, Post
+from conversions.customers_api import RevenueOut
 from lftrack.api import READ_LIMITS, query_int
 from lftrack.errors import NotFound, Unprocessable
 from lftrack.openapi import PagedAutoSchema, error_responses
@@ -29,14 +30,6 @@ ANALYTICS_ERRORS = [
     "link_id must be an integer",
     "post_id must be an integer",
 ]
-
-
-class RevenueOut(serializers.Serializer):
-    currency = serializers.CharField(help_text="ISO 4217 code; amounts are in its minor unit (cents, or yen, or fils).")
-    sales = serializers.IntegerField()
-    gross_cents = serializers.IntegerField()
-    refunded_cents = serializers.IntegerField(help_text="Refunds of these sales, whenever they were made.")
-    net_cents = serializers.IntegerField(help_text="gross_cents - refunded_cents.")
 
 
 class NumbersOut(serializers.Serializer):

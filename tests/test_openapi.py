@@ -22,6 +22,7 @@ from tests.factories import (
     CampaignEmailFactory,
     CampaignFactory,
     ClickFactory,
+    ConversionEventFactory,
     EndpointFactory,
     EnrollmentFactory,
     SuppressionFactory,
@@ -43,6 +44,7 @@ ANALYTICS = "/api/v1/analytics"
 WEBHOOKS = "/api/v1/webhooks"
 WEBHOOK = "/api/v1/webhooks/{id}"
 ROTATE = "/api/v1/webhooks/{id}/rotate-secret"
+REFUNDS = "/api/v1/conversions/{conversion_id}/refunds"
 SHOP = "https://shop.acme.example"
 
 
@@ -103,6 +105,7 @@ def test_every_v1_operation_is_described():
         (WEBHOOK, "patch"),
         (WEBHOOK, "delete"),
         (ROTATE, "post"),
+        (REFUNDS, "post"),
     }
 
 
@@ -160,6 +163,7 @@ def world(acme, acme_token, public_dns):
         "token": acme_token,
         "workspace": acme,
         "click": ClickFactory(link__post__workspace=acme),
+        "sale": ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=10000),
         "campaign": campaign,
         "enrolled": enrolled,
         "endpoint": EndpointFactory(workspace=acme),
@@ -306,6 +310,21 @@ SCENARIOS = {
         **_reads(lambda w: ANALYTICS, {"group_by": "week"}, breaks="rollups.api.daily_numbers"),
         "404": lambda api, w: api.get(ANALYTICS, {"campaign": "nope"}, token=w["token"]),
     },
+    (REFUNDS, "post"): {
+        "201": lambda api, w: _post(api, w, _refunds(w), {"amount_cents": 100}),
+        "200": lambda api, w: [_post(api, w, _refunds(w), {"refund_id": "re_1"}) for _ in range(2)][-1],
+        "400": lambda api, w: _raw(api, w, _refunds(w), "{"),
+        "401": lambda api, w: _post(api, w, _refunds(w), {}, token=False),
+        "403": lambda api, w: api.post(_refunds(w), {}, token=api_token_create(
+            workspace=w["workspace"], name="read only", scopes=["read"]).secret),
+        "404": lambda api, w: _post(api, w, REFUNDS.replace("{conversion_id}", "999999999"), {}),
+        "413": lambda api, w: _raw(api, w, _refunds(w), json.dumps({"pad": "x" * 70_000})),
+        "415": lambda api, w: _raw(api, w, _refunds(w), "<a/>", content_type="application/xml"),
+        "422": lambda api, w: _post(api, w, _refunds(w), {"amount_cents": 10001}),
+        "429": lambda api, w: _refund_twice(api, w),
+        "500": ("conversions.refunds_api.refund_record", lambda w: {}),
+        "503": ("conversions.refunds_api.refund_record", lambda w: {}, OperationalError),
+    },
     (EMAIL_EVENTS, "post"): {
         "200": lambda api, w: _post(api, w, EMAIL_EVENTS, _event(w)),
         **_common(EMAIL_EVENTS, _event, lambda w: {"type": "delivered", "email": "ada@example.com"}),
@@ -407,6 +426,14 @@ SCENARIOS.update({
         "503": ("webhooks.api.endpoint_secret_rotate", lambda w: {}, OperationalError),
     },
 })
+def _refunds(w) -> str:
+    return REFUNDS.replace("{conversion_id}", str(w["sale"].pk))
+
+
+def _refund_twice(api, w):
+    with override_settings(RATELIMIT_CONVERSIONS_TOKEN="1/m"):
+        _post(api, w, _refunds(w), {"amount_cents": 1})
+        return _post(api, w, _refunds(w), {"amount_cents": 1})
 
 
 def _options_twice(api):
@@ -459,7 +486,8 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
             target_path = path.replace("{id}", str(world["enrolled"].customer_id)).replace("{slug}", "spring")
             resp = api.get(target_path, token=world["token"])
         else:
-            resp = _post(api, world, path.replace("{slug}", "spring"), body_of(world))
+            resp = _post(api, world, path.replace("{slug}", "spring").replace("{conversion_id}", str(world["sale"].pk)),
+                         body_of(world))
     else:
         resp = scenario(api, world)
     assert str(resp.status_code) == status, resp.content
@@ -469,7 +497,8 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
 
 
 def assert_conforms(openapi, path: str, method: str, resp) -> None:
-    parameters = {"slug": "spring"} if "{slug}" in path else {"id": "1"} if "{id}" in path else None
+    parameters = ({"slug": "spring"} if "{slug}" in path else {"id": "1"} if "{id}" in path
+                  else {"conversion_id": "1"} if "{conversion_id}" in path else None)
     case = openapi[path][method.upper()].Case(path_parameters=parameters)
     case.validate_response(
         as_schemathesis_response(resp),

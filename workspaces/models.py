@@ -20,7 +20,14 @@ class Workspace(models.Model):
     allowed_origins = models.TextField(blank=True, default="")
     # Emails this workspace may send per UTC day; null means settings.DEFAULT_DAILY_SEND_LIMIT.
     daily_send_limit = models.PositiveIntegerField(null=True, blank=True)
+    # ISO 4217: the currency of a sale that names none (lftrack/currencies.py).
+    currency = models.CharField(max_length=3, default="USD", db_default="USD")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="workspaces_workspace_currency_code"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -51,7 +58,7 @@ class ApiToken(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
-    # First 8 random characters after `lf_`: found by index, shown in the admin to tell tokens apart.
+    # First 8 random characters after `lf_` (`lf_test_`): found by index, shown in the admin to tell tokens apart.
     prefix = models.CharField(max_length=8, db_index=True)
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -60,6 +67,8 @@ class ApiToken(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     # What the token may do, space-separated (Scope below); empty: everything, as every token before scopes.
     scopes = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # A test token (lf_test_...): what it records is test data, kept out of every number and every email.
+    is_test = models.BooleanField(default=False, db_default=False)
 
     class Scope(models.TextChoices):
         CONVERSIONS_WRITE = "conversions:write", "record conversions"
@@ -69,7 +78,12 @@ class ApiToken(models.Model):
         WEBHOOKS = "webhooks", "manage webhook endpoints"
 
     def __str__(self) -> str:
-        return f"{self.name} (lf_{self.prefix}…)"
+        return f"{self.name} ({self.shown})"
+
+    @property
+    def shown(self) -> str:
+        """How the token starts, to tell tokens apart: `lf_AbCd1234…`, `lf_test_AbCd1234…`."""
+        return f"lf_{'test_' if self.is_test else ''}{self.prefix}…"
 
     def allows(self, scope: str) -> bool:
         return not self.scopes or scope in self.scopes.split()

@@ -11,14 +11,21 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from lftrack.currencies import currency_code
 from lftrack.db import prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.selectors import workspace_by_slug
 
 TOKEN_PREFIX = "lf_"
-# lf_ + token_urlsafe(32): 43 characters of base64url, 256 bits.
-_TOKEN_RE = re.compile(r"^lf_[A-Za-z0-9_-]{43}$")
+TEST_TOKEN_PREFIX = "lf_test_"
+# lf_ (lf_test_ for a test token) + token_urlsafe(32): 43 characters of base64url, 256 bits.
+_TOKEN_RE = re.compile(r"^lf_(test_)?[A-Za-z0-9_-]{43}$")
+
+
+def _prefix(secret: str) -> str:
+    """The first 8 random characters: stored, indexed, shown in the admin."""
+    return secret[-43:][:8]
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 # last_used_at is a hint for the admin, not an audit log: write it at most once a minute per token.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -98,14 +105,22 @@ def allowed_origins_parse(text: str) -> list[str]:
 
 
 @transaction.atomic
-def workspace_settings_update(*, workspace: Workspace, name: str, allowed_origins: str) -> Workspace:
-    """What an owner may change in Settings: the display name and the pixel's allowed origins."""
+def workspace_settings_update(
+    *, workspace: Workspace, name: str, allowed_origins: str, currency: str | None = None
+) -> Workspace:
+    """What an owner may change in Settings: the display name, the pixel's allowed origins and the currency of
+    sales that name none (recorded sales keep theirs)."""
     name = name.strip()
     if not name:
         raise Unprocessable("name is required")
     workspace.name = name[:200]
     workspace.allowed_origins = "\n".join(allowed_origins_parse(allowed_origins))
-    workspace.save(update_fields=["name", "allowed_origins"])
+    if currency is not None:
+        code = currency_code(currency)
+        if code is None:
+            raise Unprocessable(f"unknown currency: {currency[:10]}")
+        workspace.currency = code
+    workspace.save(update_fields=["name", "allowed_origins", "currency"])
     return workspace
 
 
@@ -117,13 +132,14 @@ def workspace_get(*, slug: str) -> Workspace:
 
 
 def api_token_create(
-    *, workspace: Workspace, name: str, created_by=None, secret: str | None = None, scopes: list[str] | None = None
+    *, workspace: Workspace, name: str, created_by=None, secret: str | None = None, scopes: list[str] | None = None,
+    test: bool = False,
 ) -> IssuedToken:
-    """A new token, allowed `scopes` (ApiToken.Scope; none: everything). `secret` only for one the caller
-    derived itself (the demo's, from SECRET_KEY)."""
-    secret = secret or TOKEN_PREFIX + secrets.token_urlsafe(32)
-    if not _TOKEN_RE.match(secret):
-        raise ValueError("a token secret is lf_ and 43 base64url characters")
+    """A new token, allowed `scopes` (ApiToken.Scope; none: everything); `test`: a test token (lf_test_...),
+    whose records are test data. `secret` only for one the caller derived itself (the demo's, from SECRET_KEY)."""
+    secret = secret or (TEST_TOKEN_PREFIX if test else TOKEN_PREFIX) + secrets.token_urlsafe(32)
+    if not _TOKEN_RE.match(secret) or secret.startswith(TEST_TOKEN_PREFIX) != test:
+        raise ValueError("a token secret is lf_ (lf_test_ for a test token) and 43 base64url characters")
     unknown = sorted(set(scopes or ()) - set(ApiToken.Scope.values))
     if unknown:
         raise Unprocessable(f"unknown scope: {', '.join(unknown)} (one of {', '.join(ApiToken.Scope.values)})")
@@ -131,9 +147,10 @@ def api_token_create(
         workspace=workspace,
         scopes=" ".join(scope for scope in ApiToken.Scope.values if scope in (scopes or ())),
         name=name[:100] or "API token",
-        prefix=secret[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + 8],
+        prefix=_prefix(secret),
         digest=token_digest(secret),
         created_by=created_by,
+        is_test=test,
     )
     return IssuedToken(token=token, secret=secret)
 
@@ -153,12 +170,14 @@ def api_token_revoke(*, workspace: Workspace, token_id: int) -> ApiToken:
 # (in the models' field order, as Model.from_db() expects); the others are deferred fields, loaded
 # on first access.
 _TOKEN_COLUMNS = tuple(
-    f.attname for f in ApiToken._meta.concrete_fields if f.attname in {"id", "workspace_id", "name", "prefix", "digest", "scopes"}
+    f.attname
+    for f in ApiToken._meta.concrete_fields
+    if f.attname in {"id", "workspace_id", "name", "prefix", "digest", "scopes", "is_test"}
 )
 _WORKSPACE_COLUMNS = tuple(
     f.attname
     for f in Workspace._meta.concrete_fields
-    if f.attname in {"id", "name", "slug", "tracking_key", "allowed_origins", "daily_send_limit"}
+    if f.attname in {"id", "name", "slug", "tracking_key", "allowed_origins", "daily_send_limit", "currency"}
 )
 _DIGEST = _TOKEN_COLUMNS.index("digest")
 _AUTHENTICATE_SQL = (
@@ -177,7 +196,7 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
     if not _TOKEN_RE.match(secret):
         return None
     digest = token_digest(secret)
-    prefix = secret[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + 8]
+    prefix = _prefix(secret)
     now = timezone.now()
     stale_before = connection.ops.adapt_datetimefield_value(now - LAST_USED_GRANULARITY)
     with prepared_cursor() as cursor:

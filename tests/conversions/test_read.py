@@ -35,6 +35,7 @@ def test_newest_first_with_what_was_sent(api, acme_token, events):
         "id": sale.pk, "event": "sale", "click_id": click.click_id, "link_id": click.link_id,
         "customer": {"id": ada.pk, "external_id": "user_42"}, "occurred_at": "2026-03-01T13:00:00.000000Z",
         "value_cents": 49000, "event_name": "Annual plan", "meta": {"order": "A-1"}, "channel": "api", "invoice_id": None,
+        "currency": "USD", "refunded_cents": 0, "net_cents": 49000,
     }
 
 

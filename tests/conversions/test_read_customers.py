@@ -33,11 +33,13 @@ def test_a_customer_by_id_or_by_the_integrators_id(api, acme_token, people):
     assert by_id.json() == {
         "id": ada.pk, "email": "Ada@Example.com", "name": "Ada Lovelace", "avatar_url": "https://img.example/ada.png",
         "external_id": "user.42", "source": "api", "created_at": by_id.json()["created_at"],
-        "totals": {"leads": 1, "sales": 2, "revenue_cents": 49000}, "suppressed": None,
+        "totals": {"leads": 1, "sales": 2, "revenue": [
+            {"currency": "USD", "sales": 2, "gross_cents": 49000, "refunded_cents": 0, "net_cents": 49000}]},
+        "suppressed": None,
     }
     assert api.get(f"{URL}/ext_user.42", token=acme_token).json()["id"] == ada.pk
     bob_read = api.get(f"{URL}/{bob.pk}", token=acme_token).json()
-    assert bob_read["totals"] == {"leads": 0, "sales": 0, "revenue_cents": 0}
+    assert bob_read["totals"] == {"leads": 0, "sales": 0, "revenue": []}
     assert bob_read["suppressed"]["reason"] == "bounced" and bob_read["external_id"] is None
 
 
@@ -118,6 +120,11 @@ def test_a_customers_timeline_newest_first_across_its_sources(api, acme_token, a
     campaign_lead_add(campaign=spring, email="ada@example.com")
     other = customer_match(workspace=acme, channel="api", email="new@example.com", external_id="user.42").customer
     suppression_add(workspace=acme, email="ada@example.com", reason="unsubscribed", channel="api")
+    from conversions.models import ConversionEvent
+    from conversions.refunds import refund_record
+
+    sale = ConversionEvent.objects.filter(customer=ada, event="sale").order_by("pk").first()
+    refund_record(workspace=acme, sale_id=sale.pk, amount_cents=100, reason="late", refund_id="re_7")
 
     timeline = api.get(f"{URL}/ext_user.42/activity", token=acme_token)  # user.42 is the new contact's now
     assert timeline.status_code == 200
@@ -125,11 +132,13 @@ def test_a_customers_timeline_newest_first_across_its_sources(api, acme_token, a
 
     items = api.get(f"{URL}/{ada.pk}/activity", token=acme_token).json()["data"]
     types = [item["type"] for item in items]
-    assert types[:3] == ["suppressed", "external_id_moved_out", "enrolled"]
+    assert types[:4] == ["refund", "suppressed", "external_id_moved_out", "enrolled"]
     assert types.count("sale") == 2 and types.count("lead") == 1
-    moved = items[1]["detail"]
+    assert items[0]["detail"] == {"id": items[0]["detail"]["id"], "conversion_id": sale.pk, "amount_cents": 100,
+                                  "currency": "USD", "reason": "late", "refund_id": "re_7"}
+    moved = items[2]["detail"]
     assert moved["other_customer_id"] == other.pk and moved["external_id"] == "user.42"
-    assert items[2]["detail"]["campaign"] == "spring" and items[0]["detail"]["reason"] == "unsubscribed"
+    assert items[3]["detail"]["campaign"] == "spring" and items[1]["detail"]["reason"] == "unsubscribed"
     times = [item["at"] for item in items]
     assert times == sorted(times, reverse=True)
 

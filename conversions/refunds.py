@@ -1,0 +1,100 @@
+"""Refunds of sales: never more than what is left of the sale, each provider refund recorded once (docs/api.md)."""
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from conversions.models import ConversionEvent, Refund
+from lftrack.db import prepared_cursor
+from lftrack.errors import NotFound, Unprocessable
+from workspaces.models import Workspace
+
+REFUND_EXCEEDS = "refund exceeds the sale"
+NOT_A_SALE = "only a sale can be refunded"
+
+# A refund repeating a refund_id inserts nothing (the unique index on it), whoever committed it first.
+_INSERT_SQL = (
+    f"INSERT INTO {Refund._meta.db_table}"
+    " (workspace_id, conversion_id, link_id, amount_cents, currency, sale_occurred_at, reason, refund_id, is_test,"
+    " created_at) VALUES (%(workspace)s, %(sale)s, %(link)s, %(amount)s, %(currency)s, %(occurred_at)s, %(reason)s,"
+    " %(refund_id)s, %(test)s, %(now)s)"
+    " ON CONFLICT (workspace_id, refund_id, is_test) WHERE refund_id <> '' DO NOTHING RETURNING id"
+)
+
+
+@dataclass(frozen=True)
+class RefundResult:
+    refund: Refund
+    sale: ConversionEvent  # with `refunded_cents`: all its refunds so far, this one included
+    created: bool  # False: the refund_id was refunded before, `refund` is that first refund
+
+
+@transaction.atomic
+def refund_record(
+    *, workspace: Workspace, sale_id: int, amount_cents: int | None = None, reason: str = "", refund_id: str = "",
+    test: bool = False,
+) -> RefundResult:
+    """Refund `amount_cents` of the workspace's sale `sale_id` (None: all that is left of it).
+
+    The sale's row is locked (FOR NO KEY UPDATE: its refunds' foreign keys still insert) while its refunds are
+    summed and this one is added, so concurrent refunds add up one after another and never exceed the sale
+    (422 `refund exceeds the sale`). A `refund_id` the workspace has refunded before stores nothing and answers
+    that first refund, whatever the rest says, also under concurrent repeats (the unique index decides). A test
+    token (`test`) sees only test-mode sales, a live one only live sales: another mode's sale is unknown.
+    """
+    if refund_id:
+        first = _refunded(workspace=workspace, refund_id=refund_id, test=test)
+        if first is not None:
+            return first
+    sale = (
+        ConversionEvent.objects.select_for_update(no_key=True)
+        .filter(workspace=workspace, pk=sale_id, is_test=test)
+        .first()
+    )
+    if sale is None:
+        raise NotFound("unknown conversion")
+    if sale.event != ConversionEvent.Event.SALE:
+        raise Unprocessable(NOT_A_SALE)
+    refunded = Refund.objects.filter(conversion=sale).aggregate(total=Sum("amount_cents"))["total"] or 0
+    left = (sale.value_cents or 0) - refunded
+    amount = left if amount_cents is None else amount_cents
+    if amount <= 0 or amount > left:
+        raise Unprocessable(REFUND_EXCEEDS)
+    now = timezone.now()
+    with prepared_cursor() as cursor:
+        cursor.execute(_INSERT_SQL, {
+            "workspace": workspace.pk, "sale": sale.pk, "link": sale.link_id, "amount": amount, "currency": sale.currency,
+            "occurred_at": connection.ops.adapt_datetimefield_value(sale.occurred_at), "reason": reason,
+            "refund_id": refund_id, "test": sale.is_test, "now": connection.ops.adapt_datetimefield_value(now),
+        })
+        row = cursor.fetchone()
+    if row is None:  # a concurrent repeat of this refund_id committed first
+        first = _refunded(workspace=workspace, refund_id=refund_id, test=test)
+        if first is None:  # it rolled back after all: nothing to answer with
+            raise RuntimeError("refund_id conflict without a refund")
+        return first
+    refund = Refund(
+        pk=row[0], workspace=workspace, conversion=sale, link_id=sale.link_id, amount_cents=amount, currency=sale.currency,
+        sale_occurred_at=sale.occurred_at, reason=reason, refund_id=refund_id, is_test=sale.is_test, created_at=now,
+    )
+    sale.refunded_cents = refunded + amount
+    sale_refunded_emit(sale=sale, refund=refund)
+    return RefundResult(refund=refund, sale=sale, created=True)
+
+
+def _refunded(*, workspace: Workspace, refund_id: str, test: bool) -> RefundResult | None:
+    refund = Refund.objects.filter(workspace=workspace, refund_id=refund_id, is_test=test).select_related("conversion").first()
+    if refund is None:
+        return None
+    sale = refund.conversion
+    sale.refunded_cents = Refund.objects.filter(conversion=sale).aggregate(total=Sum("amount_cents"))["total"] or 0
+    return RefundResult(refund=refund, sale=sale, created=False)
+
+
+def sale_refunded_emit(*, sale: ConversionEvent, refund: Refund) -> None:
+    """The `sale.refunded` webhook event, in this transaction: the hook point for the webhook outbox (docs/api.md).
+
+    Outbound webhooks are not on main yet; once they are, this is one call of their outbox's `event_emit`
+    (type "sale.refunded", the sale as subject, its customer, `test=sale.is_test` so a test-mode refund reaches
+    test endpoints only)."""

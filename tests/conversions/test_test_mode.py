@@ -1,0 +1,117 @@
+"""Test tokens (lf_test_...): what they record is flagged as test, left out of every number, read back only by test
+tokens, refunded only by them, and deleted in one go; live tokens never see it."""
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from conversions.models import ConversionEvent, Refund
+from conversions.services import workspace_test_data_delete
+from rollups.selectors import daily_numbers, money_of
+from rollups.services import numbers_roll_up
+from tests.conftest import assert_api_error
+from tests.factories import ClickFactory
+from workspaces.models import ApiToken
+from workspaces.services import api_token_authenticate, api_token_create
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/conversions"
+
+
+@pytest.fixture
+def test_token(acme):
+    return api_token_create(workspace=acme, name="trying the API", test=True).secret
+
+
+def test_cli_makes_a_test_token_that_authenticates_as_test(acme):
+    out = StringIO()
+    call_command("token", "create", "acme", "--test", stdout=out)
+    printed = json.loads(out.getvalue())
+    assert printed["token"].startswith("lf_test_") and len(printed["token"]) == len("lf_test_") + 43
+    token = api_token_authenticate(printed["token"])
+    assert token.is_test and ApiToken.objects.get(pk=printed["id"]).shown.startswith("lf_test_")
+    live = api_token_create(workspace=acme, name="live")
+    assert not api_token_authenticate(live.secret).is_test
+    assert api_token_authenticate("lf_test_" + live.secret[3:]) is None  # the mode is part of the secret
+
+
+def test_test_conversions_are_flagged_and_counted_nowhere(api, acme, acme_token, test_token):
+    click = ClickFactory(link__post__workspace=acme)
+    sale = {"event": "sale", "click_id": click.click_id, "value_cents": 5000, "currency": "EUR"}
+    assert api.post(URL, sale, token=test_token).status_code == 201
+    assert api.post(URL, {"event": "lead", "click_id": click.click_id}, token=test_token).status_code == 201
+    assert set(ConversionEvent.objects.values_list("is_test", flat=True)) == {True}
+    today = ConversionEvent.objects.first().occurred_at.date()
+    for _ in range(2):  # live tail, then rolled up
+        assert daily_numbers(workspace_id=acme.pk, since=today, until=today)["total"] == {
+            "clicks": 1, "leads": 0, "sales": 0, "revenue": []}
+        assert money_of(group="link", link_ids=[click.link_id]).get(click.link_id, []) == []
+        numbers_roll_up()
+
+
+def test_each_mode_reads_back_its_own_conversions_and_refunds_only_its_own_sales(api, acme, acme_token, test_token):
+    click = ClickFactory(link__post__workspace=acme)
+    sale = {"event": "sale", "click_id": click.click_id, "value_cents": 5000}
+    live_id = api.post(URL, sale, token=acme_token).json()["id"]
+    test_id = api.post(URL, sale, token=test_token).json()["id"]
+    assert [item["id"] for item in api.get(URL, token=acme_token).json()["data"]] == [live_id]
+    assert [item["id"] for item in api.get(URL, token=test_token).json()["data"]] == [test_id]
+    assert_api_error(api.post(f"{URL}/{live_id}/refunds", {}, token=test_token), 404, "unknown conversion")
+    assert_api_error(api.post(f"{URL}/{test_id}/refunds", {}, token=acme_token), 404, "unknown conversion")
+    assert api.post(f"{URL}/{test_id}/refunds", {"amount_cents": 100}, token=test_token).status_code == 201
+    assert Refund.objects.get().is_test
+
+
+def test_deleting_test_data_leaves_live_data_alone(api, acme, globex, acme_token, test_token, globex_token):
+    click = ClickFactory(link__post__workspace=acme)
+    sale = {"event": "sale", "click_id": click.click_id, "value_cents": 5000}
+    live_id = api.post(URL, sale, token=acme_token).json()["id"]
+    test_id = api.post(URL, sale, token=test_token).json()["id"]
+    api.post(f"{URL}/{test_id}/refunds", {}, token=test_token)
+    their_test = api_token_create(workspace=globex, name="t", test=True).secret
+    api.post(URL, {**sale, "click_id": ClickFactory(link__post__workspace=globex).click_id}, token=their_test)
+    assert workspace_test_data_delete(workspace=acme) == {"conversions": 1, "refunds": 1}
+    assert list(ConversionEvent.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live_id]
+    assert ConversionEvent.objects.filter(workspace=globex, is_test=True).count() == 1
+
+
+def test_a_test_conversion_matches_enrolls_and_mails_nobody(api, acme, test_token, mailoutbox):
+    from campaigns.models import Enrollment
+    from campaigns.sending import run_pass
+    from customers.models import Customer
+    from tests.factories import CampaignEmailFactory, CampaignFactory, PostFactory
+
+    campaign = CampaignFactory(workspace=acme)
+    CampaignEmailFactory(campaign=campaign, delay_minutes=0)
+    click = ClickFactory(link__post=PostFactory(workspace=acme, campaign=campaign))
+    body = {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com", "external_id": "u1"}}
+    resp = api.post(URL, body, token=test_token)
+    assert resp.status_code == 201 and resp.json()["customer"] is None
+    assert not Customer.objects.exists() and not Enrollment.objects.exists()
+    run_pass()
+    assert mailoutbox == []
+
+
+def test_campaign_leads_and_email_events_need_a_live_token(api, acme, test_token):
+    from tests.factories import CampaignFactory
+
+    CampaignFactory(workspace=acme, slug="spring")
+    assert_api_error(api.post("/api/v1/campaigns/spring/leads", {"email": "ada@example.com"}, token=test_token),
+                     403, "forbidden")
+    assert_api_error(api.post("/api/v1/email-events", {"type": "bounce", "email": "ada@example.com"}, token=test_token),
+                     403, "forbidden")
+
+
+def test_invoice_and_refund_ids_are_per_mode(api, acme, acme_token, test_token):
+    click = ClickFactory(link__post__workspace=acme)
+    sale = {"event": "sale", "click_id": click.click_id, "value_cents": 5000, "invoice_id": "in_1"}
+    tried = api.post(URL, sale, token=test_token)
+    live = api.post(URL, sale, token=acme_token)
+    assert (tried.status_code, live.status_code) == (201, 201)  # the test run never swallows the live sale
+    again = api.post(URL, sale, token=acme_token)
+    assert again.status_code == 200 and again.json()["id"] == live.json()["id"]
+    refund = {"amount_cents": 100, "refund_id": "re_1"}
+    assert api.post(f"{URL}/{tried.json()['id']}/refunds", refund, token=test_token).status_code == 201
+    assert api.post(f"{URL}/{live.json()['id']}/refunds", refund, token=acme_token).status_code == 201
+    assert Refund.objects.count() == 2
