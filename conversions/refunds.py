@@ -8,6 +8,7 @@ from django.utils import timezone
 from conversions.models import ConversionEvent, Refund
 from lftrack.db import prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
+from webhooks.outbox import event_emit
 from workspaces.models import Workspace
 
 REFUND_EXCEEDS = "refund exceeds the sale"
@@ -93,8 +94,9 @@ def _refunded(*, workspace: Workspace, refund_id: str, test: bool) -> RefundResu
 
 
 def sale_refunded_emit(*, sale: ConversionEvent, refund: Refund) -> None:
-    """The `sale.refunded` webhook event, in this transaction: the hook point for the webhook outbox (docs/api.md).
-
-    Outbound webhooks are not on main yet; once they are, this is one call of their outbox's `event_emit`
-    (type "sale.refunded", the sale as subject, its customer, `test=sale.is_test` so a test-mode refund reaches
-    test endpoints only)."""
+    """The `sale.refunded` webhook event, in the refund's transaction (the outbox): its body is the sale as the read
+    API shows it, refunded and net amounts included; a test-mode refund reaches test endpoints only."""
+    event_emit(
+        workspace_id=sale.workspace_id, type="sale.refunded", subject_id=sale.pk, customer_id=sale.customer_id,
+        detail={"refund_id": refund.pk}, test=sale.is_test,
+    )

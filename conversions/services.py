@@ -150,7 +150,7 @@ def conversion_record(
     conversion._state.db = connection.alias
     event_emit(
         workspace_id=workspace.pk, type=f"{event}.created", subject_id=conversion.pk,
-        customer_id=matched.pk if matched is not None else None,
+        customer_id=matched.pk if matched is not None else None, test=test,
     )
     if row[3] is not None:
         conversion_enroll(

@@ -1,11 +1,12 @@
 """The conversion, customer, external-id move and suppression objects of webhooks, as the read API shows
 them (registered by its AppConfig.ready(); webhooks/payloads.py). Here because the customer's read-API object is here."""
-from django.db.models import F
+from django.db.models import F, OuterRef
 
 from campaigns.models import Suppression
 from conversions.api import conversion_read_out
 from conversions.customers_api import customers_out
 from conversions.models import ConversionEvent
+from conversions.selectors import refunded_of
 from customers.models import Customer
 from lftrack.api import iso_utc
 
@@ -14,7 +15,7 @@ def conversion_object(event) -> dict | None:
     conversion = (
         ConversionEvent.objects.filter(pk=event.subject_id, workspace_id=event.workspace_id)
         .select_related("customer")
-        .annotate(click_key=F("click__click_id"))
+        .annotate(click_key=F("click__click_id"), refunded_cents=refunded_of(OuterRef("pk")))
         .first()
     )
     return None if conversion is None else conversion_read_out(conversion)

@@ -9,6 +9,7 @@ EVENT_TYPES: dict[str, tuple[str, str]] = {
     "click.created": ("click", "A click on a tracked link (opt-in: one event per click)."),
     "lead.created": ("conversion", "A lead was recorded (API, pixel)."),
     "sale.created": ("conversion", "A sale was recorded."),
+    "sale.refunded": ("conversion", "A sale was refunded, in part or in full (the sale with its refunded and net amounts)."),
     "customer.created": ("customer", "A customer (contact) was created."),
     "customer.external_id_moved": ("external_id_move", "An external id moved from one customer to another."),
     "enrollment.created": ("enrollment", "A contact was enrolled in a campaign (a pixel enrollment once confirmed)."),

@@ -130,3 +130,26 @@ def test_sixteen_concurrent_repeats_of_a_refund_id_store_one(acme, acme_token):
     results = refund_threads(sale, acme_token, lambda i: {"amount_cents": 100 + i, "refund_id": "re_same"})
     assert sorted(status for status, _ in results) == [200] * 15 + [201]
     assert len({body["id"] for _, body in results}) == 1 and Refund.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_refund_emits_sale_refunded_with_the_sale_net_of_it(acme, django_capture_on_commit_callbacks):
+    from conversions.refunds import refund_record
+    from tests.factories import EndpointFactory
+    from webhooks.models import Event
+    from webhooks.payloads import payload_build
+
+    live = EndpointFactory(workspace=acme, event_types=["sale.refunded"])
+    sandbox = EndpointFactory(workspace=acme, event_types=["sale.refunded"], test=True)
+    sale = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=10000, currency="EUR")
+    test_sale = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=500, is_test=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        refund_record(workspace=acme, sale_id=sale.pk, amount_cents=2500)
+        refund_record(workspace=acme, sale_id=test_sale.pk, test=True)
+    refunded, tested = Event.objects.order_by("pk")
+    assert (refunded.type, refunded.subject_id, refunded.test) == ("sale.refunded", sale.pk, False)
+    assert (tested.subject_id, tested.test) == (test_sale.pk, True)
+    assert [d.endpoint_id for d in refunded.deliveries.all()] == [live.pk]
+    assert [d.endpoint_id for d in tested.deliveries.all()] == [sandbox.pk]
+    data = payload_build(refunded)
+    assert (data["id"], data["currency"], data["refunded_cents"], data["net_cents"]) == (sale.pk, "EUR", 2500, 7500)

@@ -10,6 +10,7 @@ from campaigns.complaints import email_event_record
 from campaigns.sending import run_pass
 from campaigns.services import campaign_lead_add, campaign_pause, enrollment_stop
 from campaigns.unsubscribe import unsubscribe
+from conversions.refunds import refund_record
 from conversions.services import conversion_record
 from customers.services import customer_match
 from tests.factories import (
@@ -46,8 +47,9 @@ def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order
     click_id = parse_qs(urlsplit(response["Location"]).query)["lf_cid"][0]
     conversion_record(workspace=acme, channel="api", event="lead", click_id=click_id,  # customer, lead, enrollment
                       customer={"email": "ada@example.com", "external_id": "u1"})
-    conversion_record(workspace=acme, channel="api", event="sale", click_id=click_id, value_cents=4900,
-                      customer={"email": "ada@example.com"})
+    sold = conversion_record(workspace=acme, channel="api", event="sale", click_id=click_id, value_cents=4900,
+                             customer={"email": "ada@example.com"})
+    refund_record(workspace=acme, sale_id=sold.pk, amount_cents=900)  # sale.refunded
     customer_match(workspace=acme, channel="api", email="bea@example.com", external_id="u1")  # the id moves to Bea
     run_pass()  # Ada's only email goes: enrollment.completed
     lead = campaign_lead_add(campaign=campaign, email="cid@example.com")
@@ -75,6 +77,8 @@ def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order
     sale = next(p for _, p, _, _ in receiver.received if p and p["type"] == "sale.created")
     assert sale["data"]["value_cents"] == 4900 and sale["data"]["customer"]["external_id"] == "u1"
     assert set(sale) == {"id", "type", "timestamp", "test", "data"} and sale["test"] is False
+    refunded = next(p for _, p, _, _ in receiver.received if p and p["type"] == "sale.refunded")
+    assert (refunded["data"]["id"], refunded["data"]["refunded_cents"], refunded["data"]["net_cents"]) == (sold.pk, 900, 4000)
 
 
 def test_a_receiver_that_fails_three_times_gets_the_event_on_the_fourth_attempt(acme, receiver):
