@@ -68,9 +68,9 @@ FROM clicks_click c WHERE c.workspace_id = :ws
   AND NOT EXISTS (SELECT 1 FROM conversions_conversionevent e WHERE e.click_id = c.id);
 
 INSERT INTO campaigns_enrollment
-    (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position, next_send_at)
+    (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position, next_send_at, held_name)
 SELECT :ws, :camp, id, (ARRAY['active', 'active', 'stopped', 'completed'])[1 + id % 4],
-       created_at, 0, CASE WHEN id % 4 < 2 THEN now() + (id % 86400) * interval '1 second' END
+       created_at, 0, CASE WHEN id % 4 < 2 THEN now() + (id % 86400) * interval '1 second' END, ''
 FROM customers_customer WHERE workspace_id = :ws AND id < :first_customer + :customers / 2
 ON CONFLICT DO NOTHING;
 INSERT INTO campaigns_campaignlead (workspace_id, campaign_id, customer_id, enrollment_id, outcome, channel, created_at)
