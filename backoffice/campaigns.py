@@ -1,6 +1,7 @@
 """Campaigns, their sequence emails and recipients, suppressions and sends in the back office."""
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.core.exceptions import PermissionDenied
@@ -9,6 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from backoffice.exports import Column, CsvExportMixin
+from backoffice.funnel import funnel_context
 from backoffice.scoping import (
     MEMBERS,
     OWNERS,
@@ -125,6 +127,12 @@ class CampaignAdmin(WorkspaceScopedAdmin):
 
     def get_queryset(self, request):
         return campaigns_with_numbers(campaigns=super().get_queryset(request))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        campaign = self.get_object(request, unquote(object_id))  # annotated with its numbers (get_queryset)
+        if campaign is not None:
+            extra_context = {"funnel": funnel_context(campaign), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:

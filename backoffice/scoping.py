@@ -14,7 +14,7 @@ from django.utils.formats import date_format
 from django.utils.functional import cached_property
 from django.utils.timezone import localtime
 
-from backoffice.site import plural_label
+from backoffice.labels import plural_label
 from lftrack.errors import ServiceError
 from workspaces.models import Membership, Workspace
 

@@ -1,36 +1,10 @@
 """The back office's admin site: its name, the sidebar in a marketer's words and order, the dashboard as home."""
 from django.contrib import admin
-from django.db.models.options import Options
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
-# What people call each page, where the model's own name is a developer's (`manage.py` and the API keep those).
-LABELS = {
-    "customers.customer": "Contacts",
-    "conversions.conversionevent": "Conversions",
-    "clicks.link": "Links",
-    "clicks.post": "Posts",
-    "campaigns.campaign": "Campaigns",
-    "campaigns.enrollment": "Recipients",
-    "campaigns.emailsend": "Emails sent",
-    "campaigns.suppression": "Do-not-email list",
-    "workspaces.workspace": "Settings",
-    "workspaces.membership": "Members",
-    "workspaces.invitation": "Invitations",
-    "workspaces.apitoken": "API tokens",
-}
-# The sidebar's sections, in the order a marketer's day goes; apps not named here follow, as Django lists them.
-SECTIONS = {
-    "customers": "Audience",
-    "conversions": "Results",
-    "clicks": "Links",
-    "campaigns": "Campaigns",
-    "workspaces": "Workspace",
-}
-
-
-def plural_label(opts: Options) -> str:
-    """The name of a model's list page: LABELS, or its verbose plural name."""
-    return LABELS.get(opts.label_lower) or str(opts.verbose_name_plural).capitalize()
+from backoffice.dashboard import dashboard_page
+from backoffice.labels import LABELS, SECTIONS
 
 
 class BackOffice(admin.AdminSite):
@@ -38,6 +12,11 @@ class BackOffice(admin.AdminSite):
     site_title = "lftrack"
     index_title = "Back office"
     site_url = None  # no public site to link to from the header
+
+    def index(self, request: HttpRequest, extra_context=None) -> TemplateResponse:
+        """The dashboard of one of the user's workspaces (backoffice/dashboard.py); the stock list of pages for
+        someone without one."""
+        return dashboard_page(self, request) or super().index(request, extra_context)
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict]:
         apps = super().get_app_list(request, app_label)

@@ -16,7 +16,7 @@ REPEAT=${BENCH_REPEAT:-20}
 export DATABASE_URL="$PG_URL/$DB" SECRET_KEY=bench-only-secret-key-not-for-production
 export DEBUG=0 ALLOWED_HOSTS=127.0.0.1 LOG_LEVEL=WARNING CONN_MAX_AGE=600
 
-read -r SESSION CONTACT CAMPAIGN < <(.venv/bin/python manage.py shell --no-imports -v 0 -c '
+read -r SESSION CONTACT CAMPAIGN POST < <(.venv/bin/python manage.py shell --no-imports -v 0 -c '
 from django.contrib.auth import get_user_model, HASH_SESSION_KEY, SESSION_KEY, BACKEND_SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
 from django.db.models import Count
@@ -32,7 +32,9 @@ s[SESSION_KEY] = str(user.pk); s[BACKEND_SESSION_KEY] = "django.contrib.auth.bac
 s[HASH_SESSION_KEY] = user.get_session_auth_hash(); s.create()
 contact = Customer.objects.filter(workspace=ws, conversions__isnull=False).order_by("pk").first()
 campaign = Campaign.objects.filter(workspace=ws).annotate(n=Count("enrollments")).order_by("-n").first()
-print(s.session_key, contact.pk, campaign.pk if campaign else 0)
+from clicks.models import Post
+post = Post.objects.filter(workspace=ws).order_by("pk").first()
+print(s.session_key, contact.pk, campaign.pk if campaign else 0, post.pk if post else 0)
 ')
 
 .venv/bin/gunicorn lftrack.wsgi --bind "127.0.0.1:$PORT" --workers 2 --log-level warning &
@@ -55,6 +57,11 @@ for page in \
   "campaigns list|/admin/campaigns/campaign/" \
   "campaign page|/admin/campaigns/campaign/$CAMPAIGN/change/" \
   "posts list|/admin/clicks/post/" \
+  "dashboard, 7 days|/admin/?range=7" \
+  "dashboard, 30 days|/admin/?range=30" \
+  "dashboard, 90 days|/admin/?range=90" \
+  "dashboard, 90 days, a campaign|/admin/?range=90&campaign=$CAMPAIGN" \
+  "dashboard, 90 days, a post|/admin/?range=90&post=$POST" \
   ; do
   name=${page%%|*}; path=${page#*|}
   url="http://127.0.0.1:$PORT$path"

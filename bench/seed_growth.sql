@@ -51,8 +51,14 @@ SELECT row_number() OVER (ORDER BY id) AS n, id FROM clicks_link WHERE workspace
 SELECT count(*) AS nlinks FROM growth_links \gset
 SELECT min(id) AS first_customer FROM customers_customer WHERE workspace_id = :ws \gset
 
-INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer)
-SELECT :ws, l.id, md5(g::text || random()::text), now() - (g % 2592000) * interval '1 second', 'growth-seed', ''
+-- Device, browser and referrer as clicks/agents.py files them, a handful of each (the dashboard's breakdowns).
+INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer, device, browser, os,
+                          referrer_domain)
+SELECT :ws, l.id, md5(g::text || random()::text), now() - (g % 2592000) * interval '1 second', 'growth-seed', '',
+       (ARRAY['mobile', 'desktop', 'mobile', 'tablet'])[1 + g % 4],
+       (ARRAY['Mobile Safari', 'Chrome', 'Chrome Mobile', 'Firefox', 'Edge'])[1 + g % 5],
+       (ARRAY['iOS', 'Windows', 'Android', 'Mac OS X'])[1 + g % 4],
+       (ARRAY['', 't.co', 'www.google.com', 'news.ycombinator.com', 'www.linkedin.com', 'l.facebook.com'])[1 + g % 6]
 FROM generate_series(1, :events) g JOIN growth_links l ON l.n = 1 + g % :nlinks;
 
 -- One event per click: two leads for every sale, spread over 1,000,000 customers and 30 days; one sale in

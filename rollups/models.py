@@ -95,3 +95,29 @@ class CampaignNumberDelta(models.Model):
             # The admin's tail: a campaign's deltas above the watermark.
             models.Index(fields=["campaign", "id"], name="rollups_numberdelta_tail"),
         ]
+
+
+class DailyClickKinds(models.Model):
+    """A link's people's clicks of one UTC day by device type, browser and referrer domain (clicks/agents.py),
+    up to the watermark of clicks_click: the dashboard's breakdowns over any range read a few rows per link and
+    day, however many clicks the day had. `value` is '' for a click that said nothing (no referrer)."""
+
+    class Kind(models.TextChoices):
+        DEVICE = "device"
+        BROWSER = "browser"
+        REFERRER = "referrer"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    value = models.CharField(max_length=255, blank=True)
+    clicks = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "daily click kinds"
+        constraints = [
+            models.UniqueConstraint(fields=["link", "day", "kind", "value"], name="rollups_dailyclickkinds_one_per_value"),
+        ]
+        # A workspace's clicks over a range of days.
+        indexes = [models.Index(fields=["workspace", "day"], name="rollups_dailyclickkinds_range")]

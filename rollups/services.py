@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
 from customers.models import Customer
-from rollups.models import CampaignNumberDelta, CampaignTotals, DailyTotals, LinkTotals, Watermark
-from rollups.selectors import LINK_NUMBERS, SOURCES, Source
+from clicks.models import Click
+from rollups.models import CampaignNumberDelta, CampaignTotals, DailyClickKinds, DailyTotals, LinkTotals, Watermark
+from rollups.selectors import CLICK_KINDS, LINK_NUMBERS, SOURCES, Source
 
 WRITER_WAIT_SECONDS = 10.0
 
@@ -59,6 +60,15 @@ _ADD_SQL = {
         f" ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = {_CAMPAIGNS}.{n} + excluded.{n}' for n in _NUMBERS)}"
     ],
 }
+
+# The dashboard's breakdowns: each click counts once per kind (device, browser, referrer) on its UTC day.
+_ADD_SQL[Click].append(
+    f"INSERT INTO {DailyClickKinds._meta.db_table} (workspace_id, link_id, day, kind, value, clicks)"
+    f" SELECT MIN(x.workspace_id), x.link_id, {SOURCES[Click].day}, k.kind, k.value, COUNT(*)"
+    f" FROM {Click._meta.db_table} x {CLICK_KINDS} WHERE x.id > %s AND x.id <= %s AND {SOURCES[Click].where}"
+    f" GROUP BY 2, 3, 4, 5"
+    f" ON CONFLICT (link_id, day, kind, value) DO UPDATE SET clicks = {DailyClickKinds._meta.db_table}.clicks + excluded.clicks"
+)
 
 # Counted from the source tables, for --rebuild: the same numbers the triggers log changes of.
 _RECOUNT_SQL = f"""
@@ -153,6 +163,7 @@ def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
     changed by hand; readers see the old totals until it commits."""
     LinkTotals.objects.all().delete()
     DailyTotals.objects.all().delete()
+    DailyClickKinds.objects.all().delete()
     CampaignTotals.objects.all().delete()
     Watermark.objects.all().update(last_id=0, rolled_up_at=None)
     result = {

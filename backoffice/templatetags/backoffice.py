@@ -2,7 +2,7 @@
 from django import template
 from django.db.models.options import Options
 
-from backoffice.site import plural_label as _plural_label
+from backoffice.labels import plural_label as _plural_label
 
 register = template.Library()
 

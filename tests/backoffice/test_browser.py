@@ -29,18 +29,22 @@ def post_json(url: str, body: dict, token: str) -> tuple[int, dict]:
 
 
 
-def log_in_as_alice(browser, wait, live_server) -> None:
+def log_in(browser, wait, base_url: str, username: str) -> None:
     """Through the login form, then wait for the page it leads to: the login page has #content-main too, so
     waiting for that raced the form's POST (the next page opened before the session cookie was set)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
 
-    browser.get(live_server.url + "/admin/login/?next=/admin/")
-    browser.find_element(By.NAME, "username").send_keys("alice")
+    browser.get(base_url + "/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys(username)
     browser.find_element(By.NAME, "password").send_keys("correct horse battery staple")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    wait.until(ec.url_to_be(live_server.url + "/admin/"))
+    wait.until(ec.url_to_be(base_url + "/admin/"))
     wait.until(ec.presence_of_element_located((By.ID, "user-tools")))
+
+
+def log_in_as_alice(browser, wait, live_server) -> None:
+    log_in(browser, wait, live_server.url, "alice")
 
 def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
     from selenium.webdriver.common.by import By
