@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test install clean openapi sysdeps sender worker
+.PHONY: run test install clean openapi sysdeps sender worker screenshots
 
 install: $(STAMP)
 
@@ -67,3 +67,8 @@ worker: $(STAMP) .env
 # Stops nothing: the embedded server stops when the last command using it exits.
 clean:
 	rm -rf $(VENV) .pgdata
+
+# The back office's pictures in the README (docs/screenshots/): a demo-like workspace, headless Chromium at 1366 px
+# and 390 px; the same test checks in every suite run that no page or list is wider than the screen.
+screenshots: $(TEST_STAMP) sysdeps
+	SCREENSHOTS_DIR=docs/screenshots $(DB) $(PY) -m pytest -q tests/backoffice/test_screenshots.py

@@ -209,7 +209,7 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
     add_title = "Make a tracked link"
     add_submit = "Make link"
     add_intro = "Share the short link it gives in your post; each visit through it is a click."
-    list_display = ["short_link", "destination", "post", *NUMBERS, "created_at"]
+    list_display = ["short_link", "goes_to", "post", *NUMBERS, "created_at"]
     list_filter = ["workspace"]  # posts are many: reach a post's links from its page or by search
     list_select_related = ["post"]
     search_fields = ["=key", "destination", "post__title"]
@@ -227,7 +227,12 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
 
     @admin.display(description="tracked link", ordering="key")
     def short_link(self, obj: Link) -> str:
-        return f"{settings.PUBLIC_BASE_URL}/l/{obj.key}"
+        return f"/l/{obj.key}"  # the full short URL, to copy, is on the link's page
+
+    @admin.display(description="destination", ordering="destination")
+    def goes_to(self, obj: Link) -> str:
+        """Clipped to a column's width; the whole address shows on hover and on the link's page."""
+        return format_html('<span class="lf-clip" title="{0}">{0}</span>', obj.destination)
 
     @admin.display(description="QR code")
     def qr_code(self, obj: Link) -> str:

@@ -80,7 +80,7 @@ def first_touch(click: Click | None) -> dict | None:
         "when": click.created_at,
         "link": _link(click.link),
         "post": _post(click.link),
-        "referrer": click.referrer or "",
+        "referrer": click.referrer or click.referrer_domain,
         "device": _device(click),
         "utm": [(name.removeprefix("utm_"), query[name]) for name in UTM_PARAMETERS if query.get(name)],
     }
