@@ -169,33 +169,37 @@ def _revenue_text(entries: list[dict]) -> str:
 
 
 def _tops(choice: Choice, by_link: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The range's links and posts with most leads, then sales, then clicks: TOP of each."""
+    """The range's links and posts with most leads, then sales, then clicks: TOP of each. Only the TOP rows'
+    names are read (a workspace may have thousands of links: their post ids come as plain tuples)."""
 
     def rank(group: dict) -> tuple:
         return (-group["leads"], -group["sales"], -group["clicks"])
 
-    links = {link.pk: link for link in Link.objects.filter(pk__in=[g["key"] for g in by_link]).select_related("post")}
+    post_of = dict(Link.objects.filter(pk__in=[g["key"] for g in by_link]).values_list("pk", "post_id"))
     posts: dict[int, dict] = {}
     for group in by_link:
-        link = links.get(group["key"])
-        if link is None:
+        if group["key"] not in post_of:
             continue
-        post = posts.setdefault(link.post_id, {"post": link.post, "clicks": 0, "leads": 0, "sales": 0, "money": {}})
+        post = posts.setdefault(post_of[group["key"]], {"clicks": 0, "leads": 0, "sales": 0, "money": {}})
         for name in ("clicks", "leads", "sales"):
             post[name] += group[name]
         for entry in group["revenue"]:
             post["money"][entry["currency"]] = post["money"].get(entry["currency"], 0) + entry["net_cents"]
+    best_links = sorted((g for g in by_link if g["key"] in post_of), key=rank)[:TOP]
+    best_posts = sorted(posts.items(), key=lambda item: rank(item[1]))[:TOP]
+    links = Link.objects.in_bulk([g["key"] for g in best_links])
+    titles = dict(Post.objects.filter(pk__in=[pk for pk, _ in best_posts]).values_list("pk", "title"))
     top_links = [
         {"name": f"/l/{links[g['key']].key}", "detail": links[g["key"]].destination, "clicks": g["clicks"],
          "leads": g["leads"], "sales": g["sales"], "revenue": _revenue_text(g["revenue"]),
          "url": choice.query(link=g["key"]), "page": reverse("admin:clicks_link_change", args=[g["key"]])}
-        for g in sorted(by_link, key=rank)[:TOP] if g["key"] in links
+        for g in best_links
     ]
     top_posts = [
-        {"name": p["post"].title, "detail": "", "clicks": p["clicks"], "leads": p["leads"], "sales": p["sales"],
+        {"name": titles.get(pk, ""), "detail": "", "clicks": p["clicks"], "leads": p["leads"], "sales": p["sales"],
          "revenue": ", ".join(amount_text(v, c) for c, v in sorted(p["money"].items())) or "-",
          "url": choice.query(post=pk), "page": reverse("admin:clicks_post_change", args=[pk])}
-        for pk, p in sorted(posts.items(), key=lambda item: rank(item[1]))[:TOP]
+        for pk, p in best_posts
     ]
     return top_links, top_posts
 
@@ -212,8 +216,10 @@ def _shares(kind: str, rows: list[tuple[str, int]]) -> list[dict]:
 
 
 def filter_choices(choice: Choice) -> dict:
-    """The campaign and post pickers of the workspace (posts: the newest 300, and the chosen one)."""
-    posts = list(Post.objects.filter(workspace=choice.workspace).order_by("-created_at", "-pk").values_list("pk", "title")[:300])
+    """The campaign and post pickers of the workspace (posts: the newest 300, titles cut to 60 characters, and the
+    chosen one)."""
+    posts = [(pk, title[:60]) for pk, title in
+             Post.objects.filter(workspace=choice.workspace).order_by("-created_at", "-pk").values_list("pk", "title")[:300]]
     if choice.post and all(pk != choice.post.pk for pk, _ in posts):
         posts.insert(0, (choice.post.pk, choice.post.title))
     campaigns = list(Campaign.objects.filter(workspace=choice.workspace).order_by("name", "pk").values_list("pk", "name"))
