@@ -259,6 +259,12 @@ def _link_scope(*, link_ids: list[int] | None, post_ids: list[int] | None, campa
     )
 
 
+def day_bounds(since: date, until: date) -> tuple[datetime, datetime]:
+    """The UTC moments [start, end) of the days `since` to `until`, both included: the live tail's time filter."""
+    return (datetime.combine(since, time.min, tzinfo=dt_timezone.utc),
+            datetime.combine(until + timedelta(days=1), time.min, tzinfo=dt_timezone.utc))
+
+
 def daily_numbers(
     *,
     workspace_id: int,
@@ -283,8 +289,7 @@ def daily_numbers(
     """
     if group_by not in GROUPS:
         raise ValueError(f"group_by must be one of {', '.join(GROUPS)}")
-    start = datetime.combine(since, time.min, tzinfo=dt_timezone.utc)
-    end = datetime.combine(until + timedelta(days=1), time.min, tzinfo=dt_timezone.utc)
+    start, end = day_bounds(since, until)
     groups = _grouped(
         totals=DailyTotals,
         group=group_by,
@@ -356,8 +361,7 @@ def click_kinds(
     )
     params = {
         "workspace": workspace_id, "since": since, "until": until,
-        "start": datetime.combine(since, time.min, tzinfo=dt_timezone.utc),
-        "end": datetime.combine(until + timedelta(days=1), time.min, tzinfo=dt_timezone.utc),
+        **dict(zip(("start", "end"), day_bounds(since, until))),
         "link_ids": link_ids, "post_ids": post_ids, "campaign_ids": campaign_ids,
         # A literal for the planner, as in _grouped_sql: the tail is a few rows at the end of the primary key.
         "mark": Watermark.objects.filter(source=clicks.table).values_list("last_id", flat=True).first() or 0,
