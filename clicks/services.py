@@ -9,7 +9,7 @@ from clicks.agents import referrer_domain, user_agent_describe
 from clicks.models import Click, Link, Post, new_click_id
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
-from webhooks.outbox import EVENT_TABLE, event_dispatch_after_commit, wanted_sql
+from webhooks.outbox import EVENT_TABLE, event_queue, wanted_sql
 from workspaces.models import Workspace
 
 CLICK_PARAM = "lf_cid"
@@ -44,7 +44,7 @@ event AS (
     WHERE {wanted_sql(workspace="click.workspace_id", event_type="'click.created'", test="FALSE")}
     RETURNING id
 )
-SELECT destination, (SELECT id FROM event) FROM link
+SELECT destination, (SELECT id FROM event), workspace_id FROM link
 """
 _DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
 
@@ -62,8 +62,8 @@ def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool) -> t
         row = cursor.fetchone()
     if row is None:
         return None
-    if row[1] is not None:  # committed with its click (autocommit): queue its deliveries now
-        event_dispatch_after_commit(row[1])
+    if row[1] is not None:  # committed with its click (autocommit); the sweeper covers a death right here
+        event_queue(event_id=row[1], workspace_id=row[2], customer_id=None)
     return row[0], click_id
 
 

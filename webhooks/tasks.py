@@ -12,7 +12,7 @@ from procrastinate.retry import BaseRetryStrategy
 
 from webhooks.delivery import delivery_attempt
 from webhooks.models import Event
-from webhooks.outbox import DELIVER_TASK, QUEUE, events_dispatch_pending
+from webhooks.outbox import DELIVER_TASK, DISPATCH_TASK, QUEUE, events_dispatch, events_dispatch_pending
 
 logger = logging.getLogger("lftrack.webhooks")
 STALLED_SECONDS = 30.0
@@ -44,10 +44,16 @@ def deliver(delivery_id: int) -> None:
         raise RetryAt(retry_at)
 
 
+@app.task(name=DISPATCH_TASK, queue=QUEUE, retry=DeliveryRetry())
+def dispatch(event_id: int) -> None:
+    """Build the event's object, one delivery per endpoint that wants it, and their jobs."""
+    events_dispatch(event_ids=[event_id])
+
+
 @app.periodic(cron="* * * * *")
 @app.task(name="webhooks.sweep", queue=QUEUE, queueing_lock="webhooks.sweep")
 def sweep(timestamp: int) -> int:
-    """Dispatch events whose process died between their commit and their dispatch."""
+    """Dispatch events left undispatched (a redirect's process died between its click and its dispatch job)."""
     return events_dispatch_pending()
 
 

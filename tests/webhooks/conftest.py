@@ -5,10 +5,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.db import connection
 from procrastinate.contrib.django import app
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from webhooks.models import Delivery
+from webhooks.models import Delivery, Event
 
 
 class Receiver:
@@ -65,6 +66,14 @@ class Receiver:
         self.server.server_close()
 
 
+@pytest.fixture(autouse=True)
+def _no_jobs_left(django_db_blocker):
+    """The engine's tables are not Django's to flush: a transactional test's jobs would outlive it."""
+    yield
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM procrastinate_jobs")
+
+
 @pytest.fixture
 def receiver():
     server = Receiver()
@@ -83,8 +92,10 @@ def local_hooks(settings):
 
 
 def work(until=None, *, timeout: float = 30.0) -> None:
-    """Run the engine's worker in this process until no delivery is pending (or `until()` holds)."""
-    done = until or (lambda: not Delivery.objects.filter(state=Delivery.State.PENDING, endpoint__enabled=True).exists())
+    """Run the engine's worker in this process until every event is dispatched and no delivery is pending
+    (or `until()` holds)."""
+    done = until or (lambda: not Event.objects.filter(dispatched_at__isnull=True).exists()
+                     and not Delivery.objects.filter(state=Delivery.State.PENDING, endpoint__enabled=True).exists())
     deadline = time.monotonic() + timeout
     with app.replace_connector(app.connector.get_worker_connector()) as worker_app:
         while not done():

@@ -26,36 +26,43 @@ def test_nothing_is_written_without_an_endpoint_that_wants_the_type(acme):
     assert types() == []
 
 
-def test_a_conversion_writes_its_events_in_order(acme, django_capture_on_commit_callbacks):
+def test_a_conversion_writes_its_events_and_their_dispatch_jobs_in_order(acme):
     endpoint = EndpointFactory(workspace=acme)
     click = ClickFactory(link__workspace=acme, workspace=acme)
-    with django_capture_on_commit_callbacks(execute=True):
-        sale = conversion_record(workspace=acme, channel="api", event="sale", click_id=click.click_id, value_cents=900,
-                                 customer={"email": "ada@example.com"})
+    sale = conversion_record(workspace=acme, channel="api", event="sale", click_id=click.click_id, value_cents=900,
+                             customer={"email": "ada@example.com"})
     assert types() == ["customer.created", "sale.created"]
     created, sold = Event.objects.order_by("pk")
     assert (created.subject_id, created.customer_id) == (sale.customer_id, sale.customer_id)
     assert (sold.subject_id, sold.customer_id, sold.test) == (sale.pk, sale.customer_id, False)
-    # dispatched after the commit: one delivery each, and one job each, locked per endpoint and customer
+    # queued in the same transaction, one customer's one at a time in this order
+    dispatches = list(ProcrastinateJob.objects.order_by("id").values_list("task_name", "args", "lock"))
+    lock = f"webhooks:dispatch:{acme.pk}:{sale.customer_id}"
+    assert dispatches == [("webhooks.dispatch", {"event_id": created.pk}, lock),
+                          ("webhooks.dispatch", {"event_id": sold.pk}, lock)]
+    # the worker dispatches: the object built and kept, one delivery each, one job each, locked per endpoint and customer
+    for event in (created, sold):
+        events_dispatch(event_ids=[event.pk])
+    sold.refresh_from_db()
+    assert sold.data["value_cents"] == 900 and sold.dispatched_at is not None
     deliveries = list(Delivery.objects.order_by("pk"))
     assert [(d.event_id, d.endpoint_id, d.state) for d in deliveries] == [
         (created.pk, endpoint.pk, "pending"), (sold.pk, endpoint.pk, "pending")
     ]
-    jobs = list(ProcrastinateJob.objects.order_by("id"))
-    assert [(j.task_name, j.args, j.lock) for j in jobs] == [
-        ("webhooks.deliver", {"delivery_id": d.pk}, f"webhooks:{endpoint.pk}:{sale.customer_id}") for d in deliveries
+    jobs = list(ProcrastinateJob.objects.filter(task_name="webhooks.deliver").order_by("id"))
+    assert [(j.args, j.lock) for j in jobs] == [
+        ({"delivery_id": d.pk}, f"webhooks:{endpoint.pk}:{sale.customer_id}") for d in deliveries
     ]
-    assert Event.objects.filter(dispatched_at__isnull=True).count() == 0
+    assert events_dispatch(event_ids=[sold.pk]) == 0  # dispatched once
 
 
-def test_a_rolled_back_conversion_writes_no_event(acme, django_capture_on_commit_callbacks):
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_conversion_writes_no_event_and_queues_nothing(acme):
     EndpointFactory(workspace=acme)
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(Unprocessable):
-            conversion_record(workspace=acme, channel="api", event="lead", click_id="no-such-click",
-                              customer={"email": "ada@example.com"})
-    assert types() == [] and callbacks == []
-    assert not ProcrastinateJob.objects.exists()
+    with pytest.raises(Unprocessable):
+        conversion_record(workspace=acme, channel="api", event="lead", click_id="no-such-click",
+                          customer={"email": "ada@example.com"})
+    assert types() == [] and not ProcrastinateJob.objects.exists()
 
 
 def test_disabled_test_mode_and_foreign_endpoints_get_nothing(acme, globex):
@@ -89,12 +96,14 @@ def test_identity_moves_suppressions_and_pauses_are_events(acme):
 
 def test_the_sweeper_dispatches_what_a_dead_process_left(acme, time_machine):
     time_machine.move_to(timezone.now(), tick=False)
-    EndpointFactory(workspace=acme)
-    customer_match(workspace=acme, channel="api", email="ada@example.com")  # its on-commit dispatch never runs
-    assert events_dispatch_pending() == 0  # still within the grace of the dispatch that follows a commit
-    time_machine.shift(60)
+    EndpointFactory(workspace=acme, event_types=["click.created"])
+    # a redirect's process that died between its statement and queueing the dispatch
+    Event.objects.create(workspace=acme, type="click.created", subject_id=ClickFactory(workspace=acme).pk,
+                         created_at=timezone.now())
+    assert events_dispatch_pending() == 0  # still within the grace of its dispatch job
+    time_machine.shift(11 * 60)
     assert events_dispatch_pending() == 1
-    assert Delivery.objects.count() == 1 and ProcrastinateJob.objects.count() == 1
+    assert Delivery.objects.count() == 1 and ProcrastinateJob.objects.filter(task_name="webhooks.deliver").count() == 1
     assert events_dispatch_pending() == 0  # dispatched once
 
 
