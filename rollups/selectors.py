@@ -180,27 +180,35 @@ def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
 
 GROUPS = ("day", "link", "post", "campaign")
 _COLUMNS = [number.name for number in LINK_NUMBERS]
-_JOINS = (
-    f" JOIN {Link._meta.db_table} l ON l.id = x.link_id"
-    f" LEFT JOIN {CampaignPost._meta.db_table} cp ON cp.post_id = l.post_id"
-)
-_KEYS = {"link": "l.id", "post": "l.post_id", "campaign": "cp.campaign_id"}
+_KEYS = {"link": "x.link_id", "post": "l.post_id", "campaign": "cp.campaign_id"}
+
+
+def _joins(*, group: str, scope: str) -> str:
+    """The row's link `l` and its campaign post `cp`, when the group key or the scope reads them: a workspace's
+    numbers per day or per link read the totals alone (tens of thousands of rows, no join per row)."""
+    campaign = group == "campaign" or "cp." in scope
+    link = campaign or group == "post" or "l." in scope
+    return (f" JOIN {Link._meta.db_table} l ON l.id = x.link_id" if link else "") + (
+        f" LEFT JOIN {CampaignPost._meta.db_table} cp ON cp.post_id = l.post_id" if campaign else ""
+    )
 
 
 def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bool) -> str:
     """(key, currency, *LINK_NUMBERS) per group and currency: the rows of `totals` plus the rows of each source
     above its watermark. One statement, so one snapshot: the totals and the watermarks agree.
 
-    `scope` is SQL on the row `x` (workspace_id, link_id), its link `l` and the link's campaign post `cp`.
+    `scope` is SQL on the row `x` (workspace_id, link_id), its link `l` and the link's campaign post `cp` (joined
+    only when read).
     A tail is `x.id > %(mark_<table>)s AND x.id > (its watermark)`: the literal, read just before, lets the
     planner see that the tail is a few rows at the end of the primary key (a watermark read inside the
     statement is unknown when it plans, and a workspace of millions of rows would be scanned); the
     subquery keeps the count exact if a roll-up committed in between.
     """
     sums = ", ".join(f"SUM(x.{column}) AS {column}" for column in _COLUMNS)
+    joins = _joins(group=group, scope=scope)
     parts = [
         f"SELECT {'x.day' if group == 'day' else _KEYS[group]} AS key, x.currency, {sums}"
-        f" FROM {totals._meta.db_table} x{_JOINS} WHERE {scope}"
+        f" FROM {totals._meta.db_table} x{joins} WHERE {scope}"
         + (" AND x.day >= %(since)s AND x.day <= %(until)s" if days else "")
         + " GROUP BY 1, 2"
     ]
@@ -209,7 +217,7 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
         mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{source.table}')"
         parts.append(
             f"SELECT {source.day if group == 'day' else _KEYS[group]}, {source.currency}, {values}"
-            f" FROM {source.table} x{_JOINS} WHERE {scope} AND {source.where}"
+            f" FROM {source.table} x{joins} WHERE {scope} AND {source.where}"
             f" AND x.id > %(mark_{source.table})s AND x.id > {mark}"
             + (f" AND x.{source.moment} >= %(start)s AND x.{source.moment} < %(end)s" if days else "")
             + " GROUP BY 1, 2"
@@ -253,7 +261,7 @@ def numbers_of(rows: list[tuple[str, dict]]) -> dict:
 def _link_scope(*, link_ids: list[int] | None, post_ids: list[int] | None, campaign_ids: list[int] | None) -> str:
     return "".join(
         f" AND {column} = ANY(%({name})s)"
-        for column, name, ids in (("l.id", "link_ids", link_ids), ("l.post_id", "post_ids", post_ids),
+        for column, name, ids in (("x.link_id", "link_ids", link_ids), ("l.post_id", "post_ids", post_ids),
                                   ("cp.campaign_id", "campaign_ids", campaign_ids))
         if ids is not None
     )
