@@ -42,11 +42,15 @@ class Source:
 
     @property
     def where(self) -> str:
-        return " AND ".join(f"x.{column} = {_literal(value)}" for column, value in self.counted.items()) or "TRUE"
+        return _matching(self.counted) or "TRUE"
 
 
-def _literal(value: object) -> str:
-    return ("TRUE" if value else "FALSE") if isinstance(value, bool) else f"'{value}'"
+def _matching(conditions: dict) -> str:
+    """`x.column = value AND ...`: the registry's own constants, not input."""
+    def literal(value: object) -> str:
+        return ("TRUE" if value else "FALSE") if isinstance(value, bool) else f"'{value}'"
+
+    return " AND ".join(f"x.{column} = {literal(value)}" for column, value in conditions.items())
 
 
 SOURCES = {
@@ -82,7 +86,7 @@ class LinkNumber:
 
     def sql(self) -> str:
         """Its value over a group of the source's counted rows `x`."""
-        where = " AND ".join(f"x.{column} = {_literal(value)}" for column, value in self.where.items())
+        where = _matching(self.where)
         if self.summed:
             value = f"SUM(x.{self.summed})" + (f" FILTER (WHERE {where})" if where else "")
             return f"COALESCE({value}, 0)"
