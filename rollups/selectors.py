@@ -361,12 +361,13 @@ def click_kinds(
     scope = "x.workspace_id = %(workspace)s" + _link_scope(link_ids=link_ids, post_ids=post_ids,
                                                             campaign_ids=campaign_ids)
     mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{clicks.table}')"
+    joins = _joins(group="link", scope=scope)  # the link and its campaign post, when a filter reads them
     sql = (
         f"SELECT kind, value, SUM(n)::bigint FROM ("
-        f" SELECT x.kind, x.value, SUM(x.clicks) AS n FROM {DailyClickKinds._meta.db_table} x{_JOINS}"
+        f" SELECT x.kind, x.value, SUM(x.clicks) AS n FROM {DailyClickKinds._meta.db_table} x{joins}"
         f" WHERE {scope} AND x.day >= %(since)s AND x.day <= %(until)s GROUP BY 1, 2"
         f" UNION ALL"
-        f" SELECT k.kind, k.value, COUNT(*) FROM {clicks.table} x{_JOINS} {CLICK_KINDS}"
+        f" SELECT k.kind, k.value, COUNT(*) FROM {clicks.table} x{joins} {CLICK_KINDS}"
         f" WHERE {scope} AND {clicks.where} AND x.id > %(mark)s AND x.id > {mark}"
         f" AND x.created_at >= %(start)s AND x.created_at < %(end)s GROUP BY 1, 2"
         f") n GROUP BY 1, 2 ORDER BY 3 DESC, 2"
