@@ -164,8 +164,8 @@ def dashboard_context(choice: Choice) -> dict:
     }
 
 
-def _revenue_text(entries: list[dict]) -> str:
-    return ", ".join(amount_text(entry["net_cents"], entry["currency"]) for entry in entries) or "-"
+def _revenue_lines(entries: list[dict]) -> list[str]:
+    return [amount_text(entry["net_cents"], entry["currency"]) for entry in entries] or ["-"]
 
 
 def _tops(choice: Choice, by_link: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -191,13 +191,13 @@ def _tops(choice: Choice, by_link: list[dict]) -> tuple[list[dict], list[dict]]:
     titles = dict(Post.objects.filter(pk__in=[pk for pk, _ in best_posts]).values_list("pk", "title"))
     top_links = [
         {"name": f"/l/{links[g['key']].key}", "detail": links[g["key"]].destination, "clicks": g["clicks"],
-         "leads": g["leads"], "sales": g["sales"], "revenue": _revenue_text(g["revenue"]),
+         "leads": g["leads"], "sales": g["sales"], "revenue": _revenue_lines(g["revenue"]),
          "url": choice.query(link=g["key"]), "page": reverse("admin:clicks_link_change", args=[g["key"]])}
         for g in best_links
     ]
     top_posts = [
         {"name": titles.get(pk, ""), "detail": "", "clicks": p["clicks"], "leads": p["leads"], "sales": p["sales"],
-         "revenue": ", ".join(amount_text(v, c) for c, v in sorted(p["money"].items())) or "-",
+         "revenue": [amount_text(v, c) for c, v in sorted(p["money"].items())] or ["-"],
          "url": choice.query(post=pk), "page": reverse("admin:clicks_post_change", args=[pk])}
         for pk, p in best_posts
     ]

@@ -19,7 +19,7 @@
       interaction: {mode: "index", intersect: false},
       plugins: {legend: {labels: {color: text, boxWidth: 12}}},
       scales: {
-        x: {ticks: {color: text, maxRotation: 0, autoSkip: true, maxTicksLimit: 10}, grid: {color: grid}},
+        x: {ticks: {color: text, maxRotation: 0, autoSkip: true, maxTicksLimit: window.innerWidth < 600 ? 4 : 10}, grid: {color: grid}},
         y: {beginAtZero: true, ticks: {color: text, precision: money ? undefined : 0}, grid: {color: grid}}
       }
     };
