@@ -1,12 +1,14 @@
 """A campaign's funnel on its page: enrolled, each step sent, completed; unsubscribes, bounces and complaints; each
-step's sends per day over the last 30 days (drawn by backoffice/static/backoffice/dashboard.js)."""
+step's sends per day over the last 30 days (drawn by backoffice/static/backoffice/dashboard.js). Sends come from
+the daily roll-up per step plus the live tail (rollups.selectors.campaign_step_sends)."""
 from datetime import timedelta
 
 from django.utils import timezone
 
 from campaigns.mail import subject_render
 from campaigns.models import Campaign, CampaignEmail
-from campaigns.selectors import campaign_bounces, campaign_funnel_sends
+from campaigns.selectors import campaign_bounces
+from rollups.selectors import campaign_step_sends
 
 FUNNEL_DAYS = 30
 
@@ -24,7 +26,7 @@ def funnel_context(campaign: Campaign) -> dict:
     """`campaign` comes annotated by rollups.selectors.campaigns_with_numbers (the list's and page's queryset)."""
     today = timezone.now().date()
     since = today - timedelta(days=FUNNEL_DAYS - 1)
-    sends = campaign_funnel_sends(campaign=campaign, since=since)
+    sends = campaign_step_sends(campaign_id=campaign.pk, since=since)
     steps = list(CampaignEmail.objects.filter(campaign=campaign).order_by("position"))
     enrolled = campaign.n_enrollments
     stages = [{"name": "Enrolled", "count": enrolled, "share": 100 if enrolled else 0, "note": ""}]

@@ -1,9 +1,7 @@
 """Reads of enrollments and suppressions that the services, the commands and the back office share."""
-from datetime import date, datetime, time, timezone as dt_timezone
-
 from django.db import connection
-from django.db.models import Count, QuerySet, Value
-from django.db.models.functions import Lower, TruncDate
+from django.db.models import QuerySet, Value
+from django.db.models.functions import Lower
 
 from campaigns.models import Campaign, EmailSend, Enrollment, Suppression
 from customers.models import Customer
@@ -63,26 +61,6 @@ def enrollments_page(*, campaign: Campaign, state: str | None, after: tuple | No
     if after is not None:
         enrollments = enrollments.filter(after_keyset("enrolled_at", after))
     return list(enrollments.select_related("customer").order_by("-enrolled_at", "-pk")[:limit])
-
-
-def campaign_funnel_sends(*, campaign: Campaign, since: date) -> dict:
-    """Per step of the sequence: emails sent and failed of all time, and sent per UTC day from `since` on.
-    {"steps": {position: {"sent": n, "failed": n}}, "days": {(day, position): n}}. Counted from the sends
-    themselves (the (campaign, sent_at) index), not from roll-ups: docs/benchmarks.md, "Campaign funnel"."""
-    sends = EmailSend.objects.filter(campaign=campaign)
-    steps: dict[int, dict[str, int]] = {}
-    done = sends.filter(status__in=[EmailSend.Status.SENT, EmailSend.Status.FAILED])
-    for position, status, count in done.values_list("position", "status").annotate(n=Count("*")).order_by():
-        steps.setdefault(position, {"sent": 0, "failed": 0})[status] = count
-    start = datetime.combine(since, time.min, tzinfo=dt_timezone.utc)
-    recent = (
-        sends.filter(status=EmailSend.Status.SENT, sent_at__gte=start)
-        .annotate(day=TruncDate("sent_at", tzinfo=dt_timezone.utc))
-        .values_list("day", "position")
-        .annotate(n=Count("*"))
-        .order_by()
-    )
-    return {"steps": steps, "days": {(day, position): count for day, position, count in recent}}
 
 
 _BOUNCED_SQL = f"""

@@ -72,7 +72,7 @@ class CampaignTotals(models.Model):
 
 
 class CampaignNumberDelta(models.Model):
-    """How one statement changed a campaign's numbers, logged by database triggers (migration 0002) on
+    """How one statement changed a campaign's numbers, logged by database triggers (migrations 0003 and 0007) on
     enrollments, email sends and suppressions inside that statement: the log holds exactly the committed
     changes. `roll_up_numbers` adds rows up to the watermark into CampaignTotals and deletes them.
 
@@ -89,11 +89,34 @@ class CampaignNumberDelta(models.Model):
     sends = models.IntegerField(default=0)
     complaints = models.IntegerField(default=0)
     unsubscribes = models.IntegerField(default=0)
+    # The sends' rows (migration 0007) also say which step and UTC day of `sent_at` they changed, and the
+    # failed sends: rolled up into DailyStepSends too. NULL on the rows of enrollments and suppressions.
+    position = models.IntegerField(null=True)
+    day = models.DateField(null=True)
+    failed = models.IntegerField(db_default=0)
 
     class Meta:
         indexes = [
             # The admin's tail: a campaign's deltas above the watermark.
             models.Index(fields=["campaign", "id"], name="rollups_numberdelta_tail"),
+        ]
+
+
+class DailyStepSends(models.Model):
+    """A campaign step's emails sent and failed on one UTC day (of the send's `sent_at`), up to the watermark of
+    the delta log: the funnel on the campaign page reads a row per step and day, however many emails went."""
+
+    campaign = models.ForeignKey("campaigns.Campaign", on_delete=models.CASCADE, related_name="+", db_index=False)
+    position = models.PositiveIntegerField()
+    day = models.DateField()
+    sent = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "daily step sends"
+        constraints = [
+            # Also serves a campaign's rows (the funnel).
+            models.UniqueConstraint(fields=["campaign", "position", "day"], name="rollups_dailystepsends_one_per_day"),
         ]
 
 

@@ -17,7 +17,15 @@ from django.db.models.functions import Coalesce
 from campaigns.models import CampaignLead, CampaignPost
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent, Refund
-from rollups.models import CampaignNumberDelta, CampaignTotals, DailyClickKinds, DailyTotals, LinkTotals, Watermark
+from rollups.models import (
+    CampaignNumberDelta,
+    CampaignTotals,
+    DailyClickKinds,
+    DailyStepSends,
+    DailyTotals,
+    LinkTotals,
+    Watermark,
+)
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,36 @@ def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
         n_unsubscribes=number("unsubscribes"),
         n_complaints=number("complaints"),
     )
+
+
+_DELTAS = CampaignNumberDelta._meta.db_table
+_STEP_SENDS_SQL = f"""
+SELECT position, CASE WHEN day >= %(since)s THEN day END, SUM(sent)::bigint, SUM(failed)::bigint FROM (
+    SELECT position, day, sent, failed FROM {DailyStepSends._meta.db_table} WHERE campaign_id = %(campaign)s
+    UNION ALL
+    SELECT position, day, sends, failed FROM {_DELTAS} WHERE campaign_id = %(campaign)s AND position IS NOT NULL
+        AND id > (SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{_DELTAS}')
+) s GROUP BY 1, 2
+"""
+
+
+def campaign_step_sends(*, campaign_id: int, since: date) -> dict:
+    """Per step of the campaign's sequence (by position): emails sent and failed of all time, and sent per UTC day
+    of `sent_at` from `since` on: {"steps": {position: {"sent": n, "failed": n}}, "days": {(day, position): n}}.
+    Exact at this moment: the daily roll-up plus the delta log's send rows above its watermark, one statement
+    through the (campaign, position, day) and (campaign, id) indexes, a row per step and day however many
+    emails went (docs/benchmarks.md, "Campaign funnel")."""
+    steps: dict[int, dict[str, int]] = {}
+    days: dict[tuple[date, int], int] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(_STEP_SENDS_SQL, {"campaign": campaign_id, "since": since})
+        for position, day, sent, failed in cursor.fetchall():
+            step = steps.setdefault(position, {"sent": 0, "failed": 0})
+            step["sent"] += sent
+            step["failed"] += failed
+            if day is not None and sent:
+                days[(day, position)] = sent
+    return {"steps": steps, "days": days}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Clicks, conversion events, refunds and campaign leads are append-only (deleted only with their link,
 campaign or workspace, whose totals go with them, or as test-mode data, which is never counted), so a total plus the rows above the watermark is an exact
 count at every moment; their write paths stay as they are: no trigger, no counter row, no extra statement.
-Enrollments, sends and suppressions change state: triggers (migration 0003) log each change of a
-campaign's numbers in the same statement as an append-only row of CampaignNumberDelta, rolled up the same way.
+Enrollments, sends and suppressions change state: triggers (migrations 0003, 0007) log each change of a
+campaign's numbers in the same statement as an append-only row of CampaignNumberDelta, rolled up the same way
+(the sends' rows into the campaign totals and, per step and UTC day, into DailyStepSends).
 """
 import time
 
@@ -14,13 +15,22 @@ from django.utils import timezone
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
 from customers.models import Customer
 from clicks.models import Click
-from rollups.models import CampaignNumberDelta, CampaignTotals, DailyClickKinds, DailyTotals, LinkTotals, Watermark
+from rollups.models import (
+    CampaignNumberDelta,
+    CampaignTotals,
+    DailyClickKinds,
+    DailyStepSends,
+    DailyTotals,
+    LinkTotals,
+    Watermark,
+)
 from rollups.selectors import CLICK_KINDS, LINK_NUMBERS, SOURCES, Source
 
 WRITER_WAIT_SECONDS = 10.0
 
 _CAMPAIGNS = CampaignTotals._meta.db_table
 _DELTAS = CampaignNumberDelta._meta.db_table
+_STEPS = DailyStepSends._meta.db_table
 _NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed", "sends", "complaints", "unsubscribes"]
 
 
@@ -57,7 +67,14 @@ _ADD_SQL = {
         f" SELECT d.campaign_id, MIN(c.workspace_id), 0, {', '.join(f'SUM(d.{n})' for n in _NUMBERS)}"
         f" FROM {_DELTAS} d JOIN {Campaign._meta.db_table} c ON c.id = d.campaign_id"
         f" WHERE d.id > %s AND d.id <= %s GROUP BY d.campaign_id"
-        f" ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = {_CAMPAIGNS}.{n} + excluded.{n}' for n in _NUMBERS)}"
+        f" ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = {_CAMPAIGNS}.{n} + excluded.{n}' for n in _NUMBERS)}",
+        # The sends' rows also per step and UTC day (migration 0007): the campaign page's funnel.
+        f"INSERT INTO {_STEPS} (campaign_id, position, day, sent, failed)"
+        f" SELECT d.campaign_id, d.position, d.day, SUM(d.sends), SUM(d.failed)"
+        f" FROM {_DELTAS} d JOIN {Campaign._meta.db_table} c ON c.id = d.campaign_id"
+        f" WHERE d.id > %s AND d.id <= %s AND d.position IS NOT NULL GROUP BY 1, 2, 3"
+        f" ON CONFLICT (campaign_id, position, day) DO UPDATE SET sent = {_STEPS}.sent + excluded.sent,"
+        f" failed = {_STEPS}.failed + excluded.failed",
     ],
 }
 
@@ -94,6 +111,12 @@ FROM {Campaign._meta.db_table} c LEFT JOIN e ON e.campaign_id = c.id LEFT JOIN m
     LEFT JOIN u ON u.campaign_id = c.id
 WHERE TRUE
 ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = excluded.{n}' for n in _NUMBERS)}
+"""
+_STEPS_RECOUNT_SQL = f"""
+INSERT INTO {_STEPS} (campaign_id, position, day, sent, failed)
+SELECT campaign_id, position, (sent_at AT TIME ZONE 'UTC')::date,
+    COUNT(*) FILTER (WHERE status = 'sent'), COUNT(*) FILTER (WHERE status = 'failed')
+FROM {EmailSend._meta.db_table} WHERE status IN ('sent', 'failed') GROUP BY 1, 2, 3
 """
 
 # Transactions that may be inserting into the table: every INSERT takes ROW EXCLUSIVE on it before it
@@ -160,12 +183,17 @@ def numbers_roll_up(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
 @transaction.atomic
 def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, int | None]:
     """Drops the totals and counts everything again from the source tables, for after rows were deleted or
-    changed by hand; readers see the old totals until it commits."""
+    changed by hand; readers see the old totals until it commits.
+
+    The watermarks are locked first, as a roll-up locks its own before it touches the totals: a roll-up running
+    meanwhile finishes first or waits for this one (the other order deadlocked).
+    """
+    Watermark.objects.bulk_create([Watermark(source=model._meta.db_table) for model in _ADD_SQL], ignore_conflicts=True)
+    Watermark.objects.all().update(last_id=0, rolled_up_at=None)
     LinkTotals.objects.all().delete()
     DailyTotals.objects.all().delete()
     DailyClickKinds.objects.all().delete()
     CampaignTotals.objects.all().delete()
-    Watermark.objects.all().update(last_id=0, rolled_up_at=None)
     result = {
         model._meta.db_table: source_roll_up(model=model, wait_seconds=wait_seconds)
         for model in _ADD_SQL
@@ -176,8 +204,9 @@ def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
 
 
 def campaign_numbers_recount() -> int:
-    """Enrollments by state, sends, complaints and unsubscribes counted from the source tables, with the
-    delta log's watermark at its newest row; inside the caller's transaction. Returns the watermark.
+    """Enrollments by state, sends, complaints and unsubscribes, and the sends per step and day (DailyStepSends),
+    counted from the source tables, with the delta log's watermark at its newest row; inside the caller's
+    transaction. Returns the watermark.
 
     Every change of those numbers writes a delta in its own statement, so a SHARE lock on the log waits
     for the transactions that changed them and holds off new ones until the commit: the count and the
@@ -188,6 +217,8 @@ def campaign_numbers_recount() -> int:
         cursor.execute(f"SELECT MAX(id) FROM {_DELTAS}")
         top = cursor.fetchone()[0] or 0
         cursor.execute(_RECOUNT_SQL)
+        cursor.execute(f"DELETE FROM {_STEPS}")
+        cursor.execute(_STEPS_RECOUNT_SQL)
         cursor.execute(f"DELETE FROM {_DELTAS} WHERE id <= %s", [top])
     mark, _ = Watermark.objects.get_or_create(source=_DELTAS)
     last_id = max(top, mark.last_id)

@@ -20,3 +20,16 @@ class TemporaryRefusalBackend(EmailBackend):
 
     def send_messages(self, messages):
         raise smtplib.SMTPRecipientsRefused({message.to[0]: (451, b"try again later") for message in messages})
+
+
+class PickyBackend(EmailBackend):
+    """The locmem outbox, except that the server refuses addresses starting `gone` for good (550: failed, the
+    address bounced) and addresses starting `later` for now (451: released, tried again later)."""
+
+    def send_messages(self, messages):
+        to = messages[0].to[0]
+        if to.startswith("gone"):
+            raise smtplib.SMTPRecipientsRefused({to: (550, b"5.1.1 no such user")})
+        if to.startswith("later"):
+            raise smtplib.SMTPRecipientsRefused({to: (451, b"4.7.1 try again later")})
+        return super().send_messages(messages)
