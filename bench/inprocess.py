@@ -1,7 +1,10 @@
 """Python CPU per conversion request, in-process: the whole WSGI stack without gunicorn or wrk.
 
-Usage: DATABASE_URL=... REDIS_URL=... python bench/inprocess.py [REQUESTS] [--profile]
+Usage: DATABASE_URL=... REDIS_URL=... python bench/inprocess.py [REQUESTS] [--profile] [--redirect]
        BENCH_FLOOR=drf ... python bench/inprocess.py   # one of bench/floor.py's levels instead
+
+--redirect sends GET /l/<key> instead (bench/redirect.lua's mix of links, user agents, referrers and
+client addresses); with BENCH_FLOOR=django, to the floor's plain 302 view.
 
 Seeds its own workspace, token and clicks (the database must be migrated), then sends REQUESTS
 conversions (the same mix as bench/conversions.lua) straight to Django's WSGI handler on one thread
@@ -30,7 +33,7 @@ os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production")
 os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ.setdefault("CONN_MAX_AGE", "600")
-for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP"):
+for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP", "RATELIMIT_REDIRECT_IP"):
     os.environ.setdefault(name, "10000000/m")
 
 from django.db import transaction  # noqa: E402
@@ -71,6 +74,33 @@ def body(n: int, run: str, click_id: str) -> bytes:
     return json.dumps(data).encode()
 
 
+# bench/redirect.lua's user agents and referrers (its first five browsers, two previews; three referrers or none).
+AGENTS = [
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:127.0) Gecko/20100101 Firefox/127.0",
+    "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+    "Twitterbot/1.0",
+]
+REFERRERS = ["https://t.co/abc", "https://www.facebook.com/", "https://news.ycombinator.com/item?id=1", ""]
+
+
+def redirect_environ(n: int, keys: list[str]) -> dict:
+    """The n-th GET /l/<key> of bench/redirect.lua's mix (deterministic: links, agents and addresses in turn)."""
+    environ = {
+        "REQUEST_METHOD": "GET", "PATH_INFO": f"/l/{keys[n % len(keys)]}", "QUERY_STRING": "", "SCRIPT_NAME": "",
+        "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1", "HTTP_HOST": "127.0.0.1:8000", "HTTP_USER_AGENT": AGENTS[n % len(AGENTS)],
+        "HTTP_X_FORWARDED_FOR": f"198.51.100.{n % 250 + 1}",
+        "wsgi.input": io.BytesIO(b""), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+    }
+    if REFERRERS[n % len(REFERRERS)]:
+        environ["HTTP_REFERER"] = REFERRERS[n % len(REFERRERS)]
+    return environ
+
+
 # BENCH_FORWARDED_FOR=203.0.113.7 (with TRUSTED_PROXY_COUNT=1) sends the header a front proxy adds.
 FORWARDED_FOR = os.environ.get("BENCH_FORWARDED_FOR", "")
 
@@ -78,6 +108,11 @@ FORWARDED_FOR = os.environ.get("BENCH_FORWARDED_FOR", "")
 def main() -> None:
     count = int(next((a for a in sys.argv[1:] if a.isdigit()), 2000))
     token, clicks = seed()
+    redirect = "--redirect" in sys.argv
+    if redirect:
+        workspace = workspace_create(slug=f"inproc-{secrets.token_hex(4)}", name="In-process redirects")
+        keys = [link_create(workspace=workspace, destination=f"https://shop.example.com/p/{i}?utm_source=bench",
+                            post_title=f"Post {i % 20}").key for i in range(200)]
     run = secrets.token_hex(4)
     statuses: dict[str, int] = {}
 
@@ -85,6 +120,11 @@ def main() -> None:
         statuses[status] = statuses.get(status, 0) + 1
 
     def one(n: int) -> None:
+        if redirect:
+            response = app(redirect_environ(n, keys), start_response)
+            b"".join(response)
+            response.close()
+            return
         payload = body(n, run, clicks[n % len(clicks)])
         environ = {
             "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/conversions", "QUERY_STRING": "", "SCRIPT_NAME": "",

@@ -1,74 +1,147 @@
 """Link creation and click recording, including the `lf_cid` rewrite of destinations."""
+import functools
+import logging
+from typing import NamedTuple, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from clicks.agents import referrer_domain, user_agent_describe
 from clicks.models import Click, Link, Post, new_click_id
+from lftrack.batching import Batcher
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
-from webhooks.outbox import EVENT_TABLE, event_queue, wanted_sql
+from lftrack.ratelimit import Limit, ip_key, limit_exceeded
+from webhooks.outbox import EVENT_TABLE, events_queue, wanted_sql
 from workspaces.models import Workspace
 
 CLICK_PARAM = "lf_cid"
+logger = logging.getLogger("lftrack.redirect")
 _url_validator = URLValidator(schemes=["http", "https"])
 
 
 def destination_with_click_id(destination: str, click_id: str) -> str:
     """`destination` with `lf_cid=<click_id>`: other parameters and the fragment kept byte for byte."""
+    head, tail = _click_id_slot(destination)
+    return f"{head}{quote(click_id, safe='')}{tail}"
+
+
+@functools.lru_cache(maxsize=10_000)
+def _click_id_slot(destination: str) -> tuple[str, str]:
+    """What comes before and after the click id in `destination`'s redirect: parsed once per destination
+    and process (10,000 kept), since parsing and rebuilding the URL cost each redirect 0.1 M instructions
+    (a tenth of a click's Python: docs/benchmarks.md, "GET /l/<key>")."""
     parts = urlsplit(destination)
     kept = [p for p in parts.query.split("&") if p and unquote(p.split("=", 1)[0]) != CLICK_PARAM]
-    kept.append(f"{CLICK_PARAM}={quote(click_id, safe='')}")
-    return urlunsplit(parts._replace(query="&".join(kept)))
+    kept.append(f"{CLICK_PARAM}=")
+    return urlunsplit(parts._replace(query="&".join(kept), fragment="")), f"#{parts.fragment}" if parts.fragment else ""
 
 
-# The redirect's one statement: find the link by its key, insert the click and return the destination,
-# in one round trip and one commit (autocommit), prepared once per connection (lftrack/db.py). No row
-# for an unknown key, and then no click. 0.26 ms of PostgreSQL and 0.4 ms of Python less than the ORM's
-# lookup and insert did (docs/benchmarks.md, "GET /l/<key>"). The same statement writes the
-# `click.created` webhook event, only for a workspace with an endpoint that asked for clicks: else it
-# costs one probe of an empty index (docs/benchmarks.md, "Webhooks").
-_FOLLOW_SQL = f"""
-WITH link AS (SELECT id, workspace_id, destination FROM {Link._meta.db_table} WHERE key = %s),
+# A click's visit, as click_follow hands it to the batch that records it.
+class _Visit(NamedTuple):
+    key: str
+    click_id: str
+    user_agent: str
+    referrer: str
+    is_bot: bool
+    device: str
+    browser: str
+    os: str
+    referrer_domain: str
+    client: str  # the address the click limit counts (not stored)
+
+
+# A visitor never sees an error: past the limit the redirect answers as usual, recording nothing.
+CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
+
+# The redirect's one statement, for a batch of `size` visits (rows of _Visit's columns, `recorded` false
+# past the click limit): find each link by its key, insert the recorded visits' clicks, return each
+# found visit's destination, in one round trip and one commit (autocommit), prepared once per
+# connection and batch size (lftrack/db.py). No row for an unknown key, and then no click.
+# Rows of VALUES, not arrays through unnest(): psycopg adapts ten lists in 0.1 ms more Python per
+# statement than the same values as scalars (docs/benchmarks.md, "GET /l/<key>").
+# The same statement writes a `click.created` webhook event per recorded click of a workspace with an
+# endpoint that asked for clicks, returned in rows of their own (n NULL); else it costs a probe of an
+# empty index per click (docs/benchmarks.md, "Webhooks").
+@functools.lru_cache(maxsize=None)
+def _follow_sql(size: int) -> str:
+    row = "(%s, %s, %s, %s, %s::boolean, %s, %s, %s, %s, %s::boolean, {})"
+    return f"""
+WITH visit (key, click_id, user_agent, referrer, is_bot, device, browser, os, referrer_domain, recorded, n) AS (
+    VALUES {", ".join(row.format(n) for n in range(1, size + 1))}
+),
+found AS (
+    SELECT visit.*, link.id AS link_id, link.workspace_id, link.destination
+    FROM visit JOIN {Link._meta.db_table} link ON link.key = visit.key
+),
 click AS (
     INSERT INTO {Click._meta.db_table}
         (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain)
-    SELECT workspace_id, id, %s, now(), %s, %s, %s, %s, %s, %s, %s FROM link
+    SELECT workspace_id, link_id, click_id, now(), user_agent, referrer, is_bot, device, browser, os, referrer_domain
+    FROM found WHERE recorded
     RETURNING id, workspace_id
 ),
 event AS (
     INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, detail, created_at)
     SELECT workspace_id, 'click.created', FALSE, id, '{{}}', now() FROM click
     WHERE {wanted_sql(workspace="click.workspace_id", event_type="'click.created'", test="FALSE")}
-    RETURNING id
+    RETURNING id, workspace_id
 )
-SELECT destination, (SELECT id FROM event), workspace_id FROM link
+SELECT n, destination, NULL::bigint, NULL::bigint FROM found
+UNION ALL SELECT NULL, NULL, id, workspace_id FROM event
 """
+
+
 _DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
 
 
-def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool) -> tuple[str, str] | None:
-    """Record a click of the link `key`: (its destination, the new click id), or None for no such link."""
+def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool, client: str) -> tuple[str, str | None] | None:
+    """Record a click of the link `key` by `client` (an address): (its destination, the new click id, or
+    None past the click limit, when nothing is recorded), or None for no such link.
+
+    The click is committed before this returns, in one statement with the clicks of the requests that
+    wait at the same time in this process (lftrack/batching.py). Raises Abandoned when it could not be
+    written within REDIRECT_DEADLINE.
+    """
     user_agent, referrer = _clean(user_agent, 512), _clean(referrer, 2048)
     device, browser, os = user_agent_describe(user_agent, is_bot)
-    click_id = new_click_id()
+    visit = _Visit(key, new_click_id(), user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer), client)
+    return _visits.submit(visit, timeout=settings.REDIRECT_DEADLINE or None)
+
+
+def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | None]:
+    """click_follow's answers for a batch of visits: one Redis round trip counts them all against the click
+    limit, one statement looks their links up and records the clicks within it."""
+    over = limit_exceeded(CLICKS_PER_IP, [visit.client for visit in visits])
+    params = []
+    for visit, past in zip(visits, over):
+        params += visit[:9]
+        params.append(not past)
     with prepared_cursor() as cursor:
-        cursor.execute(
-            _FOLLOW_SQL,
-            [key, click_id, user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer)],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    if row[1] is not None:  # committed with its click (autocommit); the sweeper covers a death right here
-        event_queue(event_id=row[1], workspace_id=row[2], customer_id=None)
-    return row[0], click_id
+        cursor.execute(_follow_sql(len(visits)), params)
+        rows = cursor.fetchall()
+    destinations = {n: destination for n, destination, _, _ in rows if n is not None}
+    events = [(event, workspace, None) for n, _, event, workspace in rows if n is None]
+    if events:  # committed with their clicks (autocommit); the sweeper dispatches them if this fails
+        try:
+            events_queue(events)
+        except DatabaseError as exc:
+            logger.warning("click.created dispatch not queued, left to the sweeper (%s)", type(exc).__name__)
+    return [
+        (destinations[n], None if past else visit.click_id) if n in destinations else None
+        for n, (visit, past) in enumerate(zip(visits, over), start=1)
+    ]
+
+
+# At most this many statements per connection (one per batch size), prepared as each size first occurs.
+_visits = Batcher(_visits_record, max_batch=32)
 
 
 def link_destination(key: str) -> str | None:
-    """The destination of the link `key`, recording nothing (a HEAD, a visitor past the click limit)."""
+    """The destination of the link `key`, recording nothing (a HEAD)."""
     with prepared_cursor() as cursor:
         cursor.execute(_DESTINATION_SQL, [key])
         row = cursor.fetchone()

@@ -9,11 +9,8 @@ from django.views.decorators.http import require_safe
 
 from clicks.bots import is_bot
 from clicks.services import click_follow, destination_with_click_id, link_destination
-from lftrack.errors import RateLimited
-from lftrack.ratelimit import Limit, ip_key, limits_enforce
-
-# A visitor never sees an error: past the limit the redirect answers as usual, recording nothing.
-CLICKS_PER_IP = (Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP"),)
+from lftrack.batching import Abandoned
+from lftrack.ratelimit import client_ip
 
 logger = logging.getLogger("lftrack.redirect")
 
@@ -47,7 +44,7 @@ recent_links = _RecentLinks(size=10_000)
 def follow_link(request: HttpRequest, key: str) -> HttpResponse:
     try:
         return _follow(request, key)
-    except (OperationalError, InterfaceError) as exc:
+    except (OperationalError, InterfaceError, Abandoned) as exc:
         destination = recent_links.get(key)
         if destination is None:
             raise  # 503 service unavailable (lftrack/errors.py)
@@ -56,14 +53,7 @@ def follow_link(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def _follow(request: HttpRequest, key: str) -> HttpResponse:
-    # A HEAD (link previews, monitors) and a visitor past the click limit are redirected; no click.
-    counted = request.method != "HEAD"
-    if counted:
-        try:
-            limits_enforce(request, CLICKS_PER_IP)
-        except RateLimited:
-            counted = False
-    if not counted:
+    if request.method == "HEAD":  # link previews, monitors: redirected, no click
         destination = link_destination(key)
         if destination is None:
             raise Http404("unknown link")
@@ -75,12 +65,14 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
         user_agent=user_agent,
         referrer=request.META.get("HTTP_REFERER", ""),
         is_bot=is_bot(user_agent=user_agent, meta=request.META),
+        client=client_ip(request),
     )
     if followed is None:
         raise Http404("unknown link")
     destination, click_id = followed
     recent_links.remember(key, destination)
-    return _redirect(destination_with_click_id(destination, click_id))
+    # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
+    return _redirect(destination if click_id is None else destination_with_click_id(destination, click_id))
 
 
 def _redirect(location: str) -> HttpResponse:

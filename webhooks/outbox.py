@@ -105,8 +105,18 @@ def event_emit(
 def event_queue(*, event_id: int, workspace_id: int, customer_id: int | None) -> None:
     """Queue the event's dispatch, in the caller's transaction. One customer's dispatches run one at a
     time in queue order (their lock), so their deliveries are queued in the order of the events."""
-    lock = None if customer_id is None else f"webhooks:dispatch:{workspace_id}:{customer_id}"
-    _jobs.batch_defer_jobs([app.configure_task(DISPATCH_TASK, queue=QUEUE, lock=lock).make_new_job(event_id=event_id)])
+    events_queue([(event_id, workspace_id, customer_id)])
+
+
+def events_queue(events: list[tuple[int, int, int | None]]) -> None:
+    """event_queue for each (event id, workspace id, customer id), in one statement (the redirect's batches)."""
+    _jobs.batch_defer_jobs([
+        app.configure_task(
+            DISPATCH_TASK, queue=QUEUE,
+            lock=None if customer_id is None else f"webhooks:dispatch:{workspace_id}:{customer_id}",
+        ).make_new_job(event_id=event_id)
+        for event_id, workspace_id, customer_id in events
+    ])
 
 
 def events_dispatch(*, event_ids: list[int] | None = None, limit: int = 500) -> int:

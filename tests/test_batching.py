@@ -1,0 +1,133 @@
+"""lftrack.batching: concurrent submits are written together, each answered with its own result, after the write."""
+import threading
+import time
+
+import pytest
+
+from lftrack.batching import Abandoned, Batcher
+
+
+class GatedWriter:
+    """A `write` that records its batches and, while `gate` is closed, holds its first batch."""
+
+    def __init__(self):
+        self.batches: list[list] = []
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.fail_on: set = set()
+
+    def __call__(self, items):
+        self.batches.append(list(items))
+        self.entered.set()
+        self.gate.wait(10)
+        if self.fail_on & set(items):
+            raise RuntimeError("database unavailable")
+        return [f"stored {item}" for item in items]
+
+
+def submit_in_threads(batcher, items, **kwargs) -> dict:
+    answers: dict = {}
+
+    def run(item):
+        try:
+            answers[item] = batcher.submit(item, **kwargs)
+        except Exception as exc:
+            answers[item] = exc
+
+    threads = [threading.Thread(target=run, args=(item,)) for item in items]
+    for thread in threads:
+        thread.start()
+    return answers, threads
+
+
+def wait_for_waiters(batcher, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(batcher._waiting) < count:
+        assert time.monotonic() < deadline, "submitters never queued"
+        time.sleep(0.001)
+
+
+def test_a_lone_submit_is_written_at_once_by_its_own_thread():
+    seen = []
+    batcher = Batcher(lambda items: seen.append(threading.get_ident()) or [item * 2 for item in items])
+    assert batcher.submit(21) == 42
+    assert seen == [threading.get_ident()]
+
+
+def test_items_waiting_during_a_write_go_together_in_the_next_one_each_with_its_own_answer():
+    write = GatedWriter()
+    batcher = Batcher(write)
+    first, first_threads = submit_in_threads(batcher, ["a"])
+    assert write.entered.wait(10)
+    answers, threads = submit_in_threads(batcher, ["b", "c", "d", "e"])
+    wait_for_waiters(batcher, 4)
+    assert not answers  # nobody is answered before the write that stores their item
+    write.gate.set()
+    for thread in first_threads + threads:
+        thread.join(10)
+    assert write.batches[0] == ["a"] and sorted(write.batches[1]) == ["b", "c", "d", "e"] and len(write.batches) == 2
+    assert {**first, **answers} == {item: f"stored {item}" for item in "abcde"}
+
+
+def test_a_batch_holds_at_most_max_batch_items_and_the_rest_follow():
+    write = GatedWriter()
+    batcher = Batcher(write, max_batch=2)
+    submit_in_threads(batcher, ["a"])
+    assert write.entered.wait(10)
+    answers, threads = submit_in_threads(batcher, ["b", "c", "d", "e", "f"])
+    wait_for_waiters(batcher, 5)
+    write.gate.set()
+    for thread in threads:
+        thread.join(10)
+    assert [len(batch) for batch in write.batches] == [1, 2, 2, 1]
+    assert answers == {item: f"stored {item}" for item in "bcdef"}
+
+
+def test_a_failed_write_fails_every_item_of_its_batch_and_the_next_batch_still_runs():
+    write = GatedWriter()
+    write.fail_on = {"b"}
+    batcher = Batcher(write, max_batch=2)
+    first, first_threads = submit_in_threads(batcher, ["a"])
+    assert write.entered.wait(10)
+    answers, threads = submit_in_threads(batcher, ["b"])
+    wait_for_waiters(batcher, 1)
+    later, later_threads = submit_in_threads(batcher, ["c", "d"])
+    wait_for_waiters(batcher, 3)
+    write.gate.set()
+    for thread in first_threads + threads + later_threads:
+        thread.join(10)
+    failed = [batch for batch in write.batches if "b" in batch][0]
+    for item in failed:
+        assert isinstance({**answers, **later}[item], RuntimeError)
+    for item in set("cd") - set(failed):
+        assert later[item] == f"stored {item}"
+    assert first == {"a": "stored a"}
+    assert batcher.submit("z") == "stored z"  # the lead was passed on, and finally given back
+
+
+def test_a_submit_that_waits_past_its_timeout_is_abandoned_and_never_written():
+    write = GatedWriter()
+    batcher = Batcher(write)
+    submit_in_threads(batcher, ["a"])
+    assert write.entered.wait(10)
+    with pytest.raises(Abandoned):
+        batcher.submit("late", timeout=0.05)
+    write.gate.set()
+    assert batcher.submit("b") == "stored b"
+    assert all("late" not in batch for batch in write.batches)
+
+
+def test_the_lead_passes_to_a_waiter_even_when_its_wait_runs_out_at_that_moment():
+    """A waiter handed the lead as its timeout ends must still write, or the queue behind it would stall."""
+    write = GatedWriter()
+    batcher = Batcher(write)
+    submit_in_threads(batcher, ["a"])
+    assert write.entered.wait(10)
+    answers, threads = submit_in_threads(batcher, ["b"], timeout=0.2)
+    wait_for_waiters(batcher, 1)
+    time.sleep(0.15)
+    write.gate.set()  # the first batch ends about when b's wait does: b either leads or was abandoned
+    for thread in threads:
+        thread.join(10)
+    assert answers["b"] == "stored b" or isinstance(answers["b"], Abandoned)
+    assert batcher.submit("c") == "stored c"
