@@ -227,6 +227,10 @@ RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
 for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them per request: check them now
     if _name.startswith("RATELIMIT_") and _name != "RATELIMIT_USE_CACHE" and not re.match(r"^\d+/([1-9]\d*)?[smhd]$", _rate):
         raise ImproperlyConfigured(f"{_name} must be a rate like 600/m (N/s, N/m, N/h, N/d), got {_rate!r}")
+# Seconds a process may keep an API token it looked up, while the token generation in Redis says no token
+# was revoked since (workspaces/services.py); 0 reads the database on every request. Without Redis
+# nothing is kept. A revocation that cannot reach Redis waits this long before it returns.
+TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 10)
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 

@@ -21,7 +21,14 @@ from campaigns.services import campaign_create, campaign_email_add, campaign_lin
 from clicks.models import Link
 from lftrack.cli import JsonCommand
 from workspaces.models import ApiToken, Membership, Workspace
-from workspaces.services import TOKEN_PREFIX, api_token_create, membership_set, token_digest, workspace_origin_allow
+from workspaces.services import (
+    TOKEN_PREFIX,
+    api_token_create,
+    api_tokens_changed,
+    membership_set,
+    token_digest,
+    workspace_origin_allow,
+)
 
 DEMO_SLUG = "demo"
 # The demo landing page (DEBUG only) on our own address: it carries the pixel.
@@ -93,6 +100,7 @@ def demo_token(workspace: Workspace, *, reset: bool) -> str:
     active = ApiToken.objects.filter(workspace=workspace, name=DEMO_TOKEN_NAME, revoked_at__isnull=True)
     if reset:
         active.update(revoked_at=timezone.now())
+        transaction.on_commit(api_tokens_changed)  # no process may keep accepting it
     secret = TOKEN_PREFIX + _derived("token", _generation(workspace))
     if not active.filter(digest=token_digest(secret)).exists():
         api_token_create(workspace=workspace, name=DEMO_TOKEN_NAME, secret=secret)
