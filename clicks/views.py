@@ -1,4 +1,5 @@
 """GET /l/<key>: record a click and redirect with `lf_cid`; while the database is down, still redirect."""
+import functools
 import logging
 import threading
 from collections import OrderedDict
@@ -49,7 +50,7 @@ def follow_link(request: HttpRequest, key: str) -> HttpResponse:
         if destination is None:
             raise  # 503 service unavailable (lftrack/errors.py)
         logger.warning("redirect without a click: database unavailable (%s)", type(exc.__cause__ or exc).__name__)
-        return _redirect(destination)
+        return _redirect(_uri(destination))
 
 
 def _follow(request: HttpRequest, key: str) -> HttpResponse:
@@ -58,7 +59,7 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
         if destination is None:
             raise Http404("unknown link")
         recent_links.remember(key, destination)
-        return _redirect(destination)
+        return _redirect(_uri(destination))
     user_agent = request.META.get("HTTP_USER_AGENT", "")
     followed = click_follow(
         key=key,
@@ -72,11 +73,22 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     destination, click_id = followed
     recent_links.remember(key, destination)
     # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
-    return _redirect(destination if click_id is None else destination_with_click_id(destination, click_id))
+    location = _uri(destination)
+    return _redirect(location if click_id is None else destination_with_click_id(location, click_id))
+
+
+@functools.lru_cache(maxsize=10_000)
+def _uri(destination: str) -> str:
+    """The Location that HttpResponseRedirect sends for `destination` (an IRI made a URI; DisallowedRedirect,
+    a 400, for a scheme other than http, https or ftp), worked out once per destination and process: it
+    cost each redirect 50,000 instructions (docs/benchmarks.md, "GET /l/<key>"). The click id is URL-safe,
+    so adding it afterwards gives the same URI."""
+    return HttpResponseRedirect(destination)["Location"]
 
 
 def _redirect(location: str) -> HttpResponse:
-    response = HttpResponseRedirect(location)
+    response = HttpResponse(status=302)
+    response["Location"] = location
     # Every visit must reach us to be counted: no browser or proxy may cache the redirect.
     response["Cache-Control"] = "no-store"
     response["Referrer-Policy"] = "no-referrer-when-downgrade"

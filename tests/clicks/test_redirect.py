@@ -133,3 +133,18 @@ def test_a_changed_destination_applies_to_the_next_click(client):
     Link.objects.filter(pk=link.pk).update(destination="https://example.com/new")
     assert client.get(f"/l/{link.key}")["Location"].startswith("https://example.com/new?lf_cid=")
     assert client.head(f"/l/{link.key}")["Location"] == "https://example.com/new"
+
+
+def test_an_international_destination_is_sent_as_a_uri(client):
+    link = LinkFactory(destination="https://shop.example.com/größe?q=ü&lf_cid=old#teil")
+    location = client.get(f"/l/{link.key}")["Location"]
+    click = Click.objects.get()
+    assert location == f"https://shop.example.com/gr%C3%B6%C3%9Fe?q=%C3%BC&lf_cid={click.click_id}#teil"
+    assert client.head(f"/l/{link.key}")["Location"] == "https://shop.example.com/gr%C3%B6%C3%9Fe?q=%C3%BC&lf_cid=old#teil"
+
+
+def test_a_destination_with_a_scheme_no_browser_should_follow_is_refused(client):
+    """Destinations are validated when made; one written around that (SQL, a migration) is still never sent."""
+    link = LinkFactory()
+    Link.objects.filter(pk=link.pk).update(destination="javascript:alert(1)")
+    assert client.get(f"/l/{link.key}").status_code == 400
