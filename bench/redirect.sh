@@ -59,6 +59,7 @@ psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 # CPU seconds (user + system, in clock ticks) used so far by processes: gunicorn's workers, PostgreSQL's backends.
 cpu_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+sys_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $15}' "/proc/$p/stat"))); done; echo "$t"; }
 
 # run WSGI_APP: start gunicorn on it, warm up, run wrk; prints the warm-up's and the run's RESULT lines,
 # the latter with the CPU each request cost in gunicorn and in PostgreSQL (cpu_gunicorn_us, cpu_pg_us).
@@ -68,13 +69,15 @@ run() {
   GUNICORN_PID=$!
   for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
   BENCH_SEED="$SEED" wrk -t2 -c16 -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
-  local workers pgs w0 p0 out
+  local workers pgs w0 p0 s0 out
   workers=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
   pgs=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
-  w0=$(cpu_of $workers); p0=$(cpu_of $pgs)
+  w0=$(cpu_of $workers); p0=$(cpu_of $pgs); s0=$(sys_of $workers)
   out=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT')
-  echo "$out" | awk -v w=$(( $(cpu_of $workers) - w0 )) -v p=$(( $(cpu_of $pgs) - p0 )) -v hz="$(getconf CLK_TCK)" '{
-    split($2, kv, "="); n = kv[2]; printf "%s cpu_gunicorn_us=%.0f cpu_pg_us=%.0f\n", $0, w / hz / n * 1e6, p / hz / n * 1e6 }'
+  echo "$out" | awk -v w=$(( $(cpu_of $workers) - w0 )) -v p=$(( $(cpu_of $pgs) - p0 )) -v s=$(( $(sys_of $workers) - s0 )) \
+      -v hz="$(getconf CLK_TCK)" '{
+    split($2, kv, "="); n = kv[2]
+    printf "%s cpu_gunicorn_us=%.0f (kernel %.0f) cpu_pg_us=%.0f\n", $0, w / hz / n * 1e6, s / hz / n * 1e6, p / hz / n * 1e6 }'
   stop
 }
 field() { echo "$1" | sed -E "s/.* $2=([0-9.]+).*/\1/"; }

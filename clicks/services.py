@@ -62,16 +62,21 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 # found visit's destination, in one round trip and one commit (autocommit), prepared once per
 # connection and batch size (lftrack/db.py). No row for an unknown key, and then no click.
 # Rows of VALUES, not arrays through unnest(): psycopg adapts ten lists in 0.1 ms more Python per
-# statement than the same values as scalars (docs/benchmarks.md, "GET /l/<key>").
+# statement than the same values as scalars; `$n` placeholders, as psycopg would otherwise parse a
+# statement of more than 50 parameters anew each time (lftrack/db.py; docs/benchmarks.md, "GET /l/<key>").
 # The same statement writes a `click.created` webhook event per recorded click of a workspace with an
 # endpoint that asked for clicks, returned in rows of their own (n NULL); else it costs a probe of an
 # empty index per click (docs/benchmarks.md, "Webhooks").
 @functools.lru_cache(maxsize=None)
 def _follow_sql(size: int) -> str:
-    row = "(%s, %s, %s, %s, %s::boolean, %s, %s, %s, %s, %s::boolean, {})"
+    rows = (
+        f"(${p + 1}, ${p + 2}, ${p + 3}, ${p + 4}, ${p + 5}::boolean, ${p + 6}, ${p + 7}, ${p + 8}, ${p + 9},"
+        f" ${p + 10}::boolean, {p // 10 + 1})"
+        for p in range(0, 10 * size, 10)
+    )
     return f"""
 WITH visit (key, click_id, user_agent, referrer, is_bot, device, browser, os, referrer_domain, recorded, n) AS (
-    VALUES {", ".join(row.format(n) for n in range(1, size + 1))}
+    VALUES {", ".join(rows)}
 ),
 found AS (
     SELECT visit.*, link.id AS link_id, link.workspace_id, link.destination
@@ -120,7 +125,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     for visit, past in zip(visits, over):
         params += visit[:9]
         params.append(not past)
-    with prepared_cursor() as cursor:
+    with prepared_cursor(numbered=True) as cursor:
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
     destinations = {n: destination for n, destination, _, _ in rows if n is not None}
@@ -137,7 +142,8 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
 
 
 # At most this many statements per connection (one per batch size), prepared as each size first occurs.
-_visits = Batcher(_visits_record, max_batch=32)
+import os
+_visits = Batcher(_visits_record, max_batch=32, writers=int(os.environ.get("CLICK_WRITERS", "1")))
 
 
 def link_destination(key: str) -> str | None:

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Q
+from psycopg.raw_cursor import RawCursorMixin
 
 
 class _PreparingCursor(ServerBindingCursor):
@@ -13,6 +14,17 @@ class _PreparingCursor(ServerBindingCursor):
 
     def execute(self, query, params=None, *, prepare=None, binary=None):
         return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+
+
+class _PreparingNumberedCursor(RawCursorMixin, _PreparingCursor):
+    """The same for statements written with PostgreSQL's own `$1` placeholders, sent as they are written: psycopg
+    parses a `%s` statement for its placeholders on every execution once it has more than 50 parameters (it
+    keeps the result only below that), which cost the redirect's statement for 8 clicks (80 parameters)
+    1.5 M instructions (docs/benchmarks.md, "GET /l/<key>")."""
+
+
+class _NumberedCursor(RawCursorMixin, ServerBindingCursor):
+    """`$1` placeholders, never prepared (DB_PREPARED_STATEMENTS=0)."""
 
 
 def lift_timeouts(*, using: str = DEFAULT_DB_ALIAS) -> None:
@@ -24,8 +36,9 @@ def lift_timeouts(*, using: str = DEFAULT_DB_ALIAS) -> None:
 
 
 @contextmanager
-def prepared_cursor() -> Iterator:
-    """A Django cursor for the few statements every API request and every click runs.
+def prepared_cursor(*, numbered: bool = False) -> Iterator:
+    """A Django cursor for the few statements every API request and every click runs; `numbered` for
+    statements written with `$1` placeholders instead of `%s`.
 
     Django's PostgreSQL cursors bind parameters client-side: each statement reaches the server as new
     text, parsed and planned again, and formatting the literals costs Python time too. This cursor
@@ -41,10 +54,14 @@ def prepared_cursor() -> Iterator:
     "Library swaps").
     """
     db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
-    if not settings.DB_PREPARED_STATEMENTS:
+    if not settings.DB_PREPARED_STATEMENTS and not numbered:
         with db.cursor() as cursor:
             yield cursor
         return
+    if numbered:
+        cursor_class = _PreparingNumberedCursor if settings.DB_PREPARED_STATEMENTS else _NumberedCursor
+    else:
+        cursor_class = _PreparingCursor
     # What connection.cursor() does, with our cursor class: health check, connect, wrap.
     db.close_if_health_check_failed()
     db.ensure_connection()
@@ -56,7 +73,7 @@ def prepared_cursor() -> Iterator:
         raw.prepare_threshold = 5
     with db.wrap_database_errors:
         db.validate_thread_sharing()
-        raw_cursor = _PreparingCursor(raw)
+        raw_cursor = cursor_class(raw)
         cursor = db.make_debug_cursor(raw_cursor) if db.queries_logged else db.make_cursor(raw_cursor)
     with cursor:
         yield cursor
