@@ -38,22 +38,21 @@ class Batcher(Generic[Item]):
     of other threads that wait at the same time; `write` gets at most `max_batch` items and returns one
     result per item, in order. An exception from `write` is raised in every thread of that batch."""
 
-    def __init__(self, write: Callable[[Sequence[Item]], Sequence[Any]], *, max_batch: int = 64, writers: int = 1):
+    def __init__(self, write: Callable[[Sequence[Item]], Sequence[Any]], *, max_batch: int = 64):
         self.write = write
         self.max_batch = max_batch
-        self.writers = writers  # batches written at the same time (by as many leaders, on their connections)
         self._lock = threading.Lock()
         self._waiting: list[_Ticket[Item]] = []
-        self._leading = 0
+        self._leading = False
 
     def submit(self, item: Item, *, timeout: float | None = None) -> Any:
         ticket = _Ticket(item)
         ticket.done.acquire()
         with self._lock:
-            if self._leading >= self.writers:
+            if self._leading:
                 self._waiting.append(ticket)
             else:
-                self._leading += 1
+                self._leading = True
                 ticket.lead = True
         if not ticket.lead:
             if not ticket.done.acquire(timeout=-1 if timeout is None else timeout):
@@ -88,7 +87,7 @@ class Batcher(Generic[Item]):
             with self._lock:
                 successor = self._waiting.pop(0) if self._waiting else None
                 if successor is None:
-                    self._leading -= 1
+                    self._leading = False
                 else:
                     successor.lead = True
             for ticket in batch[1:]:

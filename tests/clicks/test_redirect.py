@@ -2,9 +2,11 @@
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.test import Client
 
 from clicks.models import Click, Link
-from clicks.services import destination_with_click_id
+from clicks.services import _Visit, _visits_record, destination_with_click_id
+from tests.conftest import run_in_threads
 from tests.factories import LinkFactory
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +150,40 @@ def test_a_destination_with_a_scheme_no_browser_should_follow_is_refused(client)
     link = LinkFactory()
     Link.objects.filter(pk=link.pk).update(destination="javascript:alert(1)")
     assert client.get(f"/l/{link.key}").status_code == 400
+
+
+def test_a_batch_records_each_visit_within_the_limit_and_answers_each_its_own(settings):
+    """The statement that stores the clicks of requests waiting together (clicks/services.py)."""
+    settings.RATELIMIT_REDIRECT_IP = "2/m"
+    spring, autumn = LinkFactory(destination="https://e.com/spring"), LinkFactory(destination="https://e.com/autumn")
+
+    def visit(key, client, click_id):
+        return _Visit(key, click_id, "UA", "", False, "other", "", "", "", client)
+
+    answers = _visits_record([
+        visit(spring.key, "198.51.100.1", "c1"),
+        visit("nosuchkey", "198.51.100.2", "c2"),
+        visit(autumn.key, "198.51.100.1", "c3"),
+        visit(spring.key, "198.51.100.1", "c4"),  # the address's third click this minute: past the limit
+        visit(spring.key, "198.51.100.3", "c5"),
+    ])
+    assert answers == [
+        ("https://e.com/spring", "c1"), None, ("https://e.com/autumn", "c3"), ("https://e.com/spring", None),
+        ("https://e.com/spring", "c5"),
+    ]
+    stored = dict(Click.objects.values_list("click_id", "link_id"))
+    assert stored == {"c1": spring.pk, "c3": autumn.pk, "c5": spring.pk}
+    assert len(set(Click.objects.values_list("created_at", flat=True))) == 1  # one statement
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_clicks_each_get_a_stored_click_id():
+    link = LinkFactory(destination="https://e.com/landing")
+
+    def follow(i):
+        return Client().get(f"/l/{link.key}", HTTP_USER_AGENT="Mozilla/5.0", REMOTE_ADDR=f"198.51.100.{i}")
+
+    answers = run_in_threads(12, follow)
+    ids = [parse_qs(urlsplit(resp["Location"]).query)["lf_cid"][0] for resp in answers]
+    assert [resp.status_code for resp in answers] == [302] * 12 and len(set(ids)) == 12
+    assert sorted(Click.objects.filter(link=link).values_list("click_id", flat=True)) == sorted(ids)
