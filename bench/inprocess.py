@@ -4,7 +4,9 @@ Usage: DATABASE_URL=... REDIS_URL=... python bench/inprocess.py [REQUESTS] [--pr
        BENCH_FLOOR=drf ... python bench/inprocess.py   # one of bench/floor.py's levels instead
 
 --redirect sends GET /l/<key> instead (bench/redirect.lua's mix of links, user agents, referrers and
-client addresses); with BENCH_FLOOR=django, to the floor's plain 302 view.
+client addresses); with BENCH_FLOOR=django, to the floor's plain 302 view. --threads N sends them from N
+threads at once, as a gunicorn worker's threads do, and also prints the kernel's share of the CPU, the
+context switches per request and the clicks per statement (lftrack/batching.py's batches).
 
 Seeds its own workspace, token and clicks (the database must be migrated), then sends REQUESTS
 conversions (the same mix as bench/conversions.lua) straight to Django's WSGI handler on one thread
@@ -22,8 +24,10 @@ are deterministic (per request: the difference between two counts, divided by th
 import io
 import json
 import os
+import resource
 import secrets
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,7 +40,7 @@ os.environ.setdefault("CONN_MAX_AGE", "600")
 for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP", "RATELIMIT_REDIRECT_IP"):
     os.environ.setdefault(name, "10000000/m")
 
-from django.db import transaction  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 
 from bench.floor import application as app  # noqa: E402  (BENCH_FLOOR picks the level; default: lftrack)
 from bench.seed import webhook_endpoint  # noqa: E402  (BENCH_WEBHOOK=1: an endpoint wanting the events)
@@ -148,15 +152,51 @@ def main() -> None:
 
         profiler = cProfile.Profile()
         profiler.enable()
-    cpu, wall = time.process_time(), time.perf_counter()
-    for n in range(200, 200 + count):
-        one(n)
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    batches = _count_batches() if redirect and threads > 1 else []
+    usage, cpu, wall = resource.getrusage(resource.RUSAGE_SELF), time.process_time(), time.perf_counter()
+    if threads == 1:
+        for n in range(200, 200 + count):
+            one(n)
+    else:
+        count -= count % threads
+        share = count // threads
+
+        def sender(t: int) -> None:
+            for n in range(200 + t * share, 200 + (t + 1) * share):
+                one(n)
+            connection.close()
+
+        senders = [threading.Thread(target=sender, args=(t,)) for t in range(threads)]
+        for thread in senders:
+            thread.start()
+        for thread in senders:
+            thread.join()
+    cpu, wall, after = time.process_time() - cpu, time.perf_counter() - wall, resource.getrusage(resource.RUSAGE_SELF)
     if "--profile" in sys.argv:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     print(f"inprocess: {count} requests, statuses {statuses}")
     print(f"inprocess: python cpu {cpu / count * 1000:.2f} ms per request, wall {wall / count * 1000:.2f} ms")
+    if threads > 1:
+        print(f"inprocess: {threads} threads: kernel {(after.ru_stime - usage.ru_stime) / count * 1000:.2f} ms of it,"
+              f" {(after.ru_nvcsw - usage.ru_nvcsw) / count:.1f} voluntary context switches per request"
+              + (f", {sum(batches) / len(batches):.1f} clicks a statement" if batches else ""))
+
+
+def _count_batches() -> list[int]:
+    """Sizes of the batches the redirect writes from now on (clicks/services.py)."""
+    from clicks import services
+
+    sizes: list[int] = []
+    write = services._visits.write
+
+    def counted(visits):
+        sizes.append(len(visits))
+        return write(visits)
+
+    services._visits.write = counted
+    return sizes
 
 
 if __name__ == "__main__":
