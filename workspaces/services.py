@@ -128,6 +128,7 @@ def workspace_settings_update(
             raise Unprocessable(f"unknown currency: {currency[:10]}")
         workspace.currency = code
     workspace.save(update_fields=["name", "allowed_origins", "currency"])
+    transaction.on_commit(_workspace_changed)  # the processes' token copies carry the workspace's row
     return workspace
 
 
@@ -271,12 +272,13 @@ def _generation() -> bytes | None:
     return generation
 
 
-def api_tokens_changed() -> None:
+def api_tokens_changed(*, wait: bool = True) -> None:
     """Make every process read tokens from the database again: call after a token's revocation commits.
 
     Replaces the generation in Redis with a new random one. When Redis cannot be reached, waits until every
     copy a process may hold has expired (TOKEN_CACHE_SECONDS), so that a revoked token is never accepted
-    once its revocation has returned.
+    once its revocation has returned; with `wait` false (a workspace's settings, which the copies carry:
+    its currency, its allowed origins), the copies are left to expire.
     """
     cache = redis_cache()
     if cache is None or settings.TOKEN_CACHE_SECONDS <= 0:
@@ -284,11 +286,18 @@ def api_tokens_changed() -> None:
     try:
         redis_command(cache, "SET", cache.make_key(_GENERATION_KEY), secrets.token_hex(16))
     except Exception as exc:
+        if not wait:
+            logger.warning("workspace changed; token copies left to expire: cache unavailable (%s)", type(exc).__name__)
+            return
         logger.warning(
             "token revoked; waiting %s s for the processes' copies to expire: cache unavailable (%s)",
             settings.TOKEN_CACHE_SECONDS, type(exc).__name__,
         )
         time.sleep(settings.TOKEN_CACHE_SECONDS)
+
+
+def _workspace_changed() -> None:
+    api_tokens_changed(wait=False)
 
 
 def tracking_key_authenticate(key: object) -> Workspace | None:
@@ -349,4 +358,5 @@ def workspace_origin_allow(*, workspace: Workspace, origin: str) -> Workspace:
         lines = [line for line in workspace.allowed_origins.splitlines() if line.strip()]
         workspace.allowed_origins = "\n".join([*lines, normalized])
         workspace.save(update_fields=["allowed_origins"])
+        transaction.on_commit(_workspace_changed)
     return workspace

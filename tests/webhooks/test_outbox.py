@@ -4,10 +4,12 @@ from django.utils import timezone
 from procrastinate.contrib.django.models import ProcrastinateJob
 
 from campaigns.services import campaign_pause, suppression_add
+from clicks.models import Click
+from clicks.services import _Visit, _visits_record
 from conversions.services import conversion_record
 from customers.services import customer_match
 from lftrack.errors import Unprocessable
-from tests.factories import CampaignFactory, ClickFactory, EndpointFactory
+from tests.factories import CampaignFactory, ClickFactory, EndpointFactory, LinkFactory
 from webhooks.models import Delivery, Event
 from webhooks.outbox import event_emit, events_dispatch, events_dispatch_pending
 
@@ -110,3 +112,28 @@ def test_the_sweeper_dispatches_what_a_dead_process_left(acme, time_machine):
 def test_an_unknown_type_is_a_bug(acme):
     with pytest.raises(ValueError):
         event_emit(workspace_id=acme.pk, type="customer.deleted", subject_id=1)
+
+
+def test_a_batch_of_redirects_writes_one_click_event_per_recorded_click_of_a_workspace_that_wants_them(
+    acme, globex, settings
+):
+    """The redirect's batch statement (clicks/services.py): a click.created for each click it stores in a workspace
+    with a live endpoint that wants clicks, one dispatch job each; none past the click limit, none elsewhere."""
+    settings.RATELIMIT_REDIRECT_IP = "1/m"
+    EndpointFactory(workspace=acme, event_types=["click.created"])
+    EndpointFactory(workspace=globex)  # everything but clicks
+    EndpointFactory(workspace=globex, event_types=["click.created"], test=True)  # test data only: no live click
+    ours, theirs = LinkFactory(workspace=acme, post__workspace=acme), LinkFactory(workspace=globex, post__workspace=globex)
+
+    def visit(link, client, click_id):
+        return _Visit(link.key, click_id, "UA", "", False, "other", "", "", "", client)
+
+    answers = _visits_record([visit(ours, "198.51.100.1", "c1"), visit(theirs, "198.51.100.2", "c2"),
+                              visit(ours, "198.51.100.1", "c3"), visit(ours, "198.51.100.4", "c4")])
+    assert [answer and answer[1] for answer in answers] == ["c1", "c2", None, "c4"]  # c3: past the limit
+    clicks = dict(Click.objects.values_list("click_id", "pk"))
+    assert sorted(Event.objects.values_list("type", "subject_id", "workspace_id", "test")) == sorted([
+        ("click.created", clicks["c1"], acme.pk, False), ("click.created", clicks["c4"], acme.pk, False)])
+    jobs = ProcrastinateJob.objects.filter(task_name="webhooks.dispatch")
+    assert sorted(job.args["event_id"] for job in jobs) == sorted(Event.objects.values_list("pk", flat=True))
+    assert {job.lock for job in jobs} == {None}

@@ -11,7 +11,9 @@ from lftrack.ratelimit import breaker
 from lftrack.sharedcache import redis_cache
 from tests.factories import ApiTokenFactory
 from workspaces.models import ApiToken
-from workspaces.services import api_token_authenticate, api_token_revoke
+from workspaces.services import (
+    api_token_authenticate, api_token_create, api_token_revoke, workspace_origin_allow, workspace_settings_update,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -109,3 +111,23 @@ def test_with_redis_unreachable_lookups_read_the_database_and_a_revocation_waits
     assert "token revoked; waiting 0.5 s for the processes' copies to expire: cache unavailable" in caplog.text
     assert token.secret not in caplog.text
     assert looked_up(token.secret, django_assert_num_queries, 1) is None
+
+
+def test_a_copy_carries_the_test_flag_and_the_currency_and_a_settings_change_is_seen_at_once(
+    redis, acme, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    secret = api_token_create(workspace=acme, name="staging", test=True).secret
+    for _ in range(2):
+        api_token_authenticate(secret)
+    served = looked_up(secret, django_assert_num_queries, 0)
+    assert (served.is_test, served.workspace.currency) == (True, acme.currency)
+    with django_capture_on_commit_callbacks(execute=True):
+        workspace_settings_update(workspace=acme, name=acme.name, allowed_origins="https://shop.example.com",
+                                  currency="JPY")
+    served = looked_up(secret, django_assert_num_queries, 1)
+    assert (served.is_test, served.workspace.currency, served.workspace.allowed_origins) == (
+        True, "JPY", "https://shop.example.com")
+    with django_capture_on_commit_callbacks(execute=True):
+        workspace_origin_allow(workspace=acme, origin="https://blog.example.com")
+    served = looked_up(secret, django_assert_num_queries, 1)
+    assert served.workspace.allowed_origins == "https://shop.example.com\nhttps://blog.example.com"
