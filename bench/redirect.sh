@@ -10,6 +10,8 @@
 # view behind every middleware, nothing looked up), then lftrack itself, the per-address click limit
 # raised but counted on Redis. Prints both, the ratio, p99, the answers that were not a 302, and the
 # clicks stored against the 302s answered. Needs PostgreSQL and Redis (as in .ci/run); installs wrk.
+# BENCH_REUSE_DB=1 runs against an existing database as it is (e.g. BENCH_DB=lftrack_growth, grown by
+# bench/seed_growth.sh), adding only this run's own workspace and links, and keeps it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,17 +42,20 @@ stop() {
 cleanup() {
   stop
   rm -f "$SEED"
-  [ -n "${BENCH_KEEP_DB:-}" ] || psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null 2>&1 || true
+  [ -n "${BENCH_KEEP_DB:-}${BENCH_REUSE_DB:-}" ] || psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
-psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null
-psql "$PG_URL/postgres" -qc "CREATE DATABASE $BENCH_DB" >/dev/null
+if [ -z "${BENCH_REUSE_DB:-}" ]; then
+  psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null
+  psql "$PG_URL/postgres" -qc "CREATE DATABASE $BENCH_DB" >/dev/null
+fi
 $PY manage.py migrate --noinput >/dev/null
 $PY manage.py shell -c "
+import secrets
 from clicks.services import link_create
 from workspaces.services import workspace_create
-workspace = workspace_create(slug='bench', name='Benchmark')
+workspace = workspace_create(slug=f'bench-{secrets.token_hex(4)}', name='Benchmark')
 keys = [link_create(workspace=workspace, destination=f'https://shop.example.com/p/{i}?utm_source=bench', post_title=f'Post {i % 20}').key
         for i in range(${BENCH_LINKS:-200})]
 open('$SEED', 'w').write('\n'.join(keys) + '\n')
