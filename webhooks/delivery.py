@@ -107,6 +107,12 @@ def delivery_record(delivery: Delivery, answer: network.Answer, *, started: date
             failures_in_row=0, failing_since=None
         )
     else:
+        # One line per failed attempt: ids, status and error only (never the URL, body or secret).
+        logger.warning("webhook attempt failed", extra={
+            "endpoint_id": delivery.endpoint_id, "delivery_id": delivery.pk, "event_type": delivery.event.type,
+            "attempt": number, "status": answer.status, "error": answer.error,
+            "retry_at": iso_utc(retry_at) if retry_at else None,
+        })
         _failure_count(delivery.endpoint_id, now=now)
     return retry_at
 

@@ -1,20 +1,24 @@
 """Where webhooks may go: public addresses only, checked when a URL is saved and again at every delivery.
 
 A URL whose host resolves to a loopback, private, link-local, shared (CGNAT), multicast or reserved
-address (cloud metadata services among them: 169.254.169.254, fd00:ec2::254) is refused, unless
+address (cloud metadata services among them: 169.254.169.254, fd00:ec2::254), or to an IPv6 address
+that carries one of those (IPv4-mapped, -compatible, -translated, NAT64, 6to4), is refused, unless
 WEBHOOKS_ALLOW_PRIVATE_NETWORKS is on (tests, a receiver on the same network). Each delivery resolves
 the host again and connects to the address it checked, with TLS still verified for the host name,
 so a DNS answer that changes between the check and the connection (rebinding) cannot redirect it.
-Redirects are not followed.
+Redirects are not followed, and the whole exchange (connect, TLS, request, answer) has 5 s.
 """
 import ipaddress
 import socket
+import threading
 import time
 from dataclasses import dataclass
+from http.client import HTTPException
 from urllib.parse import urlsplit
 
 import urllib3
 from django.conf import settings
+from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from lftrack.errors import Unprocessable
 
@@ -28,17 +32,32 @@ class AddressRefused(Exception):
     """The URL's host resolves to an address webhooks may not reach; `str()` says why, for the log."""
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address a host or gateway may reach: IPv4-compatible
+# (::127.0.0.1), IPv4-translated (::ffff:0:127.0.0.1) and NAT64's well-known prefix. Python 3.11
+# calls them global whatever they carry.
+_CARRIES_IPV4 = [ipaddress.ip_network(n) for n in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96")]
+# Not global (RFC 6890, RFC 8215), though Python before 3.11.10 and 3.12.4 says they are (CVE-2024-4032).
+_NOT_GLOBAL = [ipaddress.ip_network(n) for n in ("192.0.0.0/24", "64:ff9b:1::/48")]
+
+
 def address_allowed(address: str) -> bool:
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-    return ip.is_global and not ip.is_multicast
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+        elif ip.sixtofour is not None:
+            ip = ip.sixtofour  # 2002:7f00:1:: is 127.0.0.1 behind a 6to4 relay
+        elif any(ip in network for network in _CARRIES_IPV4):
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.is_global and not ip.is_multicast and not any(ip in network for network in _NOT_GLOBAL)
 
 
 def url_check(url: str) -> str:
     """The URL, if webhooks may be sent to it; 422 with the reason otherwise (at creation and change)."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    # urlsplit drops tabs and line breaks silently; a URL carrying them (or spaces, or other control
+    # characters) is refused rather than stored as something else than what is sent to.
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() or not c.isprintable() for c in url):
         raise Unprocessable("url must be an absolute https URL")
     if parts.scheme != "https" and not settings.DEBUG:
         raise Unprocessable("url must be https")
@@ -82,51 +101,62 @@ class Answer:
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
-    """POST `body` to `url` through the address checked now: 5 s to connect, 5 s for the answer."""
+    """POST `body` to `url` through the address checked now; TIMEOUT_SECONDS for the whole exchange.
+
+    The socket's timeout bounds each wait, which a receiver dripping its headers or its body a byte at a
+    time would renew for ever: a timer cuts the connection at the deadline, whatever it is doing. What
+    the receiver answered by then counts; no status line by then is a timeout."""
     started = time.monotonic()
     parts = urlsplit(url)
     try:
         address = resolve(parts.hostname, _port(parts))
     except (AddressRefused, Unprocessable) as refused:
         return Answer(status=None, duration_ms=0, error=f"refused: {refused}")
-    host_header = parts.netloc
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    timeout = urllib3.Timeout(connect=TIMEOUT_SECONDS, read=TIMEOUT_SECONDS)
     if parts.scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
-            address, _port(parts), timeout=timeout, retries=False, maxsize=1,
-            server_hostname=parts.hostname, assert_hostname=parts.hostname,
-        )
+        conn = HTTPSConnection(address, _port(parts), timeout=TIMEOUT_SECONDS, server_hostname=parts.hostname,
+                               assert_hostname=parts.hostname)
     else:
-        pool = urllib3.HTTPConnectionPool(address, _port(parts), timeout=timeout, retries=False, maxsize=1)
+        conn = HTTPConnection(address, _port(parts), timeout=TIMEOUT_SECONDS)
+    deadline = threading.Timer(TIMEOUT_SECONDS, _cut, [conn])
+    deadline.start()
     try:
-        response = pool.urlopen(
-            "POST", path, body=body, headers={**headers, "Host": host_header}, redirect=False,
-            preload_content=False, assert_same_host=False,
-        )
         try:
-            raw = _read(response, started)
-        finally:
-            response.release_conn()
-        excerpt = raw.decode("utf-8", "replace")[:EXCERPT]
+            # parse_url percent-encodes what a request line cannot carry (urllib3's pools do the same).
+            conn.request("POST", urllib3.util.parse_url(url).request_uri, body=body,
+                         headers={**headers, "Host": parts.netloc}, preload_content=False)
+            response = conn.getresponse()
+        except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError) as exc:
+            timed_out = not deadline.is_alive()
+            return Answer(status=None, duration_ms=_ms(started), error="timeout" if timed_out else _describe(exc))
+        excerpt = _read(response).decode("utf-8", "replace")[:EXCERPT]
         return Answer(status=response.status, duration_ms=_ms(started), excerpt=excerpt)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        return Answer(status=None, duration_ms=_ms(started), error=_describe(exc))
     finally:
-        pool.close()
+        deadline.cancel()
+        conn.close()
 
 
-def _read(response, started: float) -> bytes:
-    """At most READ_LIMIT bytes, and no later than the deadline: a receiver cannot hold the worker."""
+def _cut(conn: HTTPConnection) -> None:
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked on it; close() would not
+        except OSError:
+            pass
+
+
+def _read(response) -> bytes:
+    """At most READ_LIMIT bytes of the answer as sent (no decompression: a small gzip body cannot
+    swell into gigabytes), keeping what came before a cut or a reset."""
     chunks, size = [], 0
-    while size < READ_LIMIT and time.monotonic() - started < 2 * TIMEOUT_SECONDS:
-        chunk = response.read(min(4096, READ_LIMIT - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
+    try:
+        while size < READ_LIMIT:
+            chunk = response.read1(READ_LIMIT - size, decode_content=False)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError):
+        pass
     return b"".join(chunks)
 
 
@@ -136,7 +166,9 @@ def _ms(started: float) -> int:
 
 def _describe(exc: BaseException) -> str:
     """A network failure in one line, never a URL's query or credentials."""
-    if isinstance(exc, (urllib3.exceptions.TimeoutError, socket.timeout)):
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):  # a subclass of the timeout, for history's sake
+        exc = exc.__cause__ or exc
+    elif isinstance(exc, (urllib3.exceptions.TimeoutError, TimeoutError)):
         return "timeout"
     reason = getattr(exc, "reason", None) or exc
     return f"{type(reason).__name__}: {reason}"[:300]

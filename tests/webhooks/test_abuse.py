@@ -1,0 +1,211 @@
+"""Webhooks against hostile receivers and URLs: address forms that hide a private address, endless and
+dripping answers, compressed bombs, control characters, secrets kept out of the log, the endpoint cap."""
+import gzip
+import logging
+import socket
+import threading
+import time
+
+import pytest
+from django.test import override_settings
+
+from customers.services import customer_match
+from tests.conftest import assert_api_error
+from tests.webhooks.conftest import work
+from webhooks import network
+from webhooks.models import Attempt, Delivery, Endpoint
+from webhooks.services import endpoint_create
+
+URL = "/api/v1/webhooks"
+PRIVATE = "url resolves to a private, loopback or link-local address"
+
+
+class RawReceiver:
+    """A loopback TCP server that answers each connection with `behaviour(conn)`; counts the bytes it sent."""
+
+    def __init__(self, behaviour):
+        self.sent = 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.behaviour = behaviour
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            conn.recv(65536)
+            try:
+                for piece in self.behaviour():
+                    conn.sendall(piece)
+                    self.sent += len(piece)
+            except OSError:  # we hung up on it
+                pass
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+
+    def close(self):
+        self.server.close()
+
+
+@pytest.fixture
+def raw():
+    servers = []
+
+    def start(behaviour):
+        servers.append(RawReceiver(behaviour))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def endless():
+    yield b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunk = b"x" * 65536
+    for _ in range(100_000):  # 6.5 GB
+        yield b"10000\r\n" + chunk + b"\r\n"
+
+
+def drip(head: bytes, *, pause: float = 0.05):
+    def behaviour():
+        yield from (bytes([b]) for b in head[:1])
+        for b in head[1:]:
+            time.sleep(pause)
+            yield bytes([b])
+        for _ in range(10_000):
+            time.sleep(pause)
+            yield b"x"
+    return behaviour
+
+
+@pytest.fixture
+def quick(monkeypatch, settings):
+    """Receivers on loopback allowed, and a 0.5 s deadline instead of 5 s so the tests stay fast."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_NETWORKS = True
+    settings.DEBUG = True
+    monkeypatch.setattr(network, "TIMEOUT_SECONDS", 0.5)
+
+
+def test_the_deadline_is_five_seconds_for_the_whole_exchange():
+    assert network.TIMEOUT_SECONDS == 5.0
+
+
+@pytest.mark.usefixtures("quick")
+def test_an_endless_answer_is_read_to_16_kib_and_its_excerpt_kept_to_1000_characters(raw):
+    receiver = raw(endless)
+    started = time.monotonic()
+    answer = network.post(receiver.url, b"{}", {})
+    assert time.monotonic() - started < 0.5
+    assert answer.status == 200 and answer.excerpt == "x" * 1000 and answer.error == ""
+    time.sleep(0.2)
+    assert receiver.sent < 20 * 2**20  # it stopped when we hung up: what it sent is what the sockets buffer
+
+
+@pytest.mark.usefixtures("quick")
+def test_a_compressed_bomb_is_not_inflated(raw):
+    bomb = gzip.compress(b"\0" * 50 * 2**20)  # 50 MiB in 50 KiB
+    receiver = raw(lambda: [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb), bomb])
+    answer = network.post(receiver.url, b"{}", {})
+    assert answer.status == 200 and len(answer.excerpt) == 1000
+
+
+@pytest.mark.usefixtures("quick")
+def test_a_receiver_dripping_its_body_is_cut_at_the_deadline_and_its_status_counts(raw):
+    receiver = raw(drip(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", pause=0.001))
+    started = time.monotonic()
+    answer = network.post(receiver.url, b"{}", {})
+    assert 0.5 <= time.monotonic() - started < 1.0
+    assert answer.status == 200 and answer.excerpt.startswith("x")
+
+
+@pytest.mark.usefixtures("quick")
+def test_a_receiver_dripping_its_headers_times_out(raw):
+    receiver = raw(drip(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: yes\r\n" * 1000))
+    started = time.monotonic()
+    answer = network.post(receiver.url, b"{}", {})
+    assert 0.5 <= time.monotonic() - started < 1.0
+    assert answer == network.Answer(status=None, duration_ms=answer.duration_ms, error="timeout")
+
+
+@pytest.mark.usefixtures("quick")
+def test_a_receiver_that_never_answers_times_out(raw):
+    receiver = raw(lambda: (time.sleep(3) or [] for _ in range(1)))
+    answer = network.post(receiver.url, b"{}", {})
+    assert answer.status is None and answer.error == "timeout" and 500 <= answer.duration_ms < 1000
+
+
+@pytest.mark.usefixtures("quick")
+def test_garbage_instead_of_http_is_a_failed_attempt_not_a_crash(raw):
+    receiver = raw(lambda: [b"SSH-2.0-OpenSSH_9.6\r\n"])
+    answer = network.post(receiver.url, b"{}", {})
+    assert answer.status is None and answer.error.startswith("BadStatusLine")
+
+
+# Without the fake resolver: the machine's own getaddrinfo reads these numeric forms (inet_aton) as 127.0.0.1,
+# 0.0.0.0 and 169.254.169.254.
+@pytest.mark.parametrize("host", [
+    "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "017700000001", "0", "0.0.0.0", "[::]", "[::ffff:7f00:1]",
+    "[::127.0.0.1]", "[::ffff:0:127.0.0.1]", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::]", "[fe80::1]",
+    "[fd00:ec2::254]", "192.0.0.170", "[64:ff9b:1::a00:1]", "localhost", "169.254.169.254", "2852039166",
+])
+@pytest.mark.django_db
+def test_every_spelling_of_a_private_address_is_refused(api, acme_token, host):
+    resp = api.post(URL, {"url": f"https://{host}/hook", "event_types": ["sale.created"]}, token=acme_token)
+    assert_api_error(resp, 422, PRIVATE)
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("url", [
+    "https://crm.example.com/hook\r\nX-Injected: 1", "https://crm.example.com/a b", "https://crm.example.com/\tx",
+    "https://crm.example.com/\x7f", "https://crm.example.com\n.evil.example/",
+])
+@pytest.mark.django_db
+def test_control_characters_and_spaces_in_a_url_are_refused(api, acme_token, public_dns, url):
+    resp = api.post(URL, {"url": url, "event_types": ["sale.created"]}, token=acme_token)
+    assert_api_error(resp, 422, "url must be an absolute https URL")
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_workspace_has_at_most_the_configured_number_of_endpoints(api, acme_token, public_dns):
+    with override_settings(WEBHOOK_ENDPOINTS_PER_WORKSPACE=2):
+        for _ in range(2):
+            assert api.post(URL, {"url": "https://crm.example.com/h", "event_types": ["sale.created"]},
+                            token=acme_token).status_code == 201
+        resp = api.post(URL, {"url": "https://crm.example.com/h", "event_types": ["sale.created"]}, token=acme_token)
+    assert_api_error(resp, 422, "a workspace has at most 2 webhook endpoints")
+    assert Endpoint.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("local_hooks")
+def test_secrets_never_reach_the_log_or_the_delivery_log(acme, caplog):
+    """A failing endpoint whose URL carries a key: the attempt rows and the log lines name neither that key
+    nor the signing secret, and each failure is one log line."""
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens: connection refused
+    issued = endpoint_create(workspace=acme, url=f"http://127.0.0.1:{port}/hook?key=s3cr3t-in-url",
+                             event_types=["customer.created"])
+    customer_match(workspace=acme, channel="api", email="ada.lovelace@example.com")
+    with caplog.at_level(logging.DEBUG):
+        work(until=lambda: Attempt.objects.count() >= 3)
+    errors = list(Attempt.objects.values_list("error", flat=True))
+    assert errors and all(e == "ConnectionRefusedError: [Errno 111] Connection refused" for e in errors)
+    text = " ".join(errors) + "\n".join(
+        f"{r.getMessage()} {r.__dict__} {r.exc_text or ''}" for r in caplog.records)
+    for secret in ("s3cr3t-in-url", issued.secret, issued.secret.removeprefix("whsec_"), "ada.lovelace"):
+        assert secret not in text
+    lines = [r for r in caplog.records if r.name == "lftrack.webhooks" and r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in lines] == ["webhook attempt failed"] * len(errors)
+    assert [(r.attempt, r.status, r.error) for r in lines] == [(n, None, e) for n, e in enumerate(errors, 1)]
+    assert Delivery.objects.get().state == "pending"
