@@ -113,8 +113,8 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
     except (AddressRefused, Unprocessable) as refused:
         return Answer(status=None, duration_ms=0, error=f"refused: {refused}")
     if parts.scheme == "https":
-        conn = HTTPSConnection(address, _port(parts), timeout=TIMEOUT_SECONDS, server_hostname=parts.hostname,
-                               assert_hostname=parts.hostname)
+        # OpenSSL checks the certificate against server_hostname (the name, not the address connected to).
+        conn = HTTPSConnection(address, _port(parts), timeout=TIMEOUT_SECONDS, server_hostname=parts.hostname)
     else:
         conn = HTTPConnection(address, _port(parts), timeout=TIMEOUT_SECONDS)
     deadline = threading.Timer(TIMEOUT_SECONDS, _cut, [conn])
@@ -170,5 +170,7 @@ def _describe(exc: BaseException) -> str:
         exc = exc.__cause__ or exc
     elif isinstance(exc, (urllib3.exceptions.TimeoutError, TimeoutError)):
         return "timeout"
-    reason = getattr(exc, "reason", None) or exc
+    reason = getattr(exc, "reason", None)  # urllib3 wraps the cause; ssl's is a plain string
+    if not isinstance(reason, BaseException):
+        reason = exc
     return f"{type(reason).__name__}: {reason}"[:300]

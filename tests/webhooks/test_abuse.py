@@ -209,3 +209,68 @@ def test_secrets_never_reach_the_log_or_the_delivery_log(acme, caplog):
     assert [r.getMessage() for r in lines] == ["webhook attempt failed"] * len(errors)
     assert [(r.attempt, r.status, r.error) for r in lines] == [(n, None, e) for n, e in enumerate(errors, 1)]
     assert Delivery.objects.get().state == "pending"
+
+
+@pytest.fixture
+def tls_receiver(tmp_path):
+    """An https receiver on loopback whose certificate names hooks.example.com (self-signed); records the SNI."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hooks.example.com")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("hooks.example.com")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                          serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    names = []
+    context.sni_callback = lambda sock, server_name, ctx: names.append(server_name)
+
+    def answer():
+        yield b"HTTP/1.1 204 No Content\r\n\r\n"
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            try:
+                with context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(65536)
+                    tls.sendall(b"".join(answer()))
+            except (OSError, ssl.SSLError):
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1], tmp_path / "cert.pem", names
+    server.close()
+
+
+@pytest.mark.usefixtures("quick")
+def test_https_goes_to_the_checked_address_and_verifies_the_hosts_certificate(tls_receiver, public_dns, monkeypatch):
+    port, cert, names = tls_receiver
+    public_dns["hooks.example.com"] = ["127.0.0.1"]
+    untrusted = network.post(f"https://hooks.example.com:{port}/hook", b"{}", {})
+    assert untrusted.status is None and "CERTIFICATE_VERIFY_FAILED" in untrusted.error
+    assert untrusted.error.startswith("SSLCertVerificationError")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the system's trust store, as OpenSSL reads it
+    trusted = network.post(f"https://hooks.example.com:{port}/hook", b"{}", {})
+    assert trusted.status == 204 and names[-1] == "hooks.example.com"
+    public_dns["other.example.com"] = ["127.0.0.1"]  # the same address under a name the certificate lacks
+    assert "CERTIFICATE_VERIFY_FAILED" in network.post(f"https://other.example.com:{port}/hook", b"{}", {}).error
