@@ -13,7 +13,7 @@ from django.utils.safestring import mark_safe
 from backoffice.contact_page import contact_sections, suppression_row
 from backoffice.exports import Column, CsvExportMixin
 from backoffice.imports import ContactImportMixin
-from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, scope, titled, when
+from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, as_id, scope, titled, when
 from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
 from customers.models import Customer
@@ -104,7 +104,7 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         if not self.has_suppress_permission(request):
             raise PermissionDenied
         raw_ids = (request.POST if request.method == "POST" else request.GET).get("ids", "")
-        ids = [int(i) for i in raw_ids.split(",") if i.isdigit()][:1000]
+        ids = [i for i in map(as_id, raw_ids.split(",")) if i is not None][:1000]
         contacts = self.scoped(Customer.objects.filter(pk__in=ids), request, self.suppress_roles).exclude(email="")
         campaigns = scope(Campaign.objects.order_by("name", "pk"), request, self.suppress_roles)
         form = EnrollForm(request.POST or None, initial={"ids": raw_ids}, campaigns=campaigns)

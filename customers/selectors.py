@@ -52,6 +52,6 @@ def customer_by_reference(*, workspace_id: int, reference: str) -> Customer | No
     if reference.startswith("ext_"):
         external_id = reference.removeprefix("ext_")
         return Customer.objects.filter(workspace_id=workspace_id, external_id=external_id).exclude(external_id="").first()
-    if not reference.isdigit() or int(reference) > 2**63 - 1:
+    if not (reference.isascii() and reference.isdigit() and len(reference) <= 19) or int(reference) > 2**63 - 1:
         return None
     return Customer.objects.filter(workspace_id=workspace_id, pk=int(reference)).first()

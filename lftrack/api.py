@@ -371,7 +371,7 @@ def page_position(params, *, ranked: bool = False) -> tuple[int, tuple | None]:
     """(limit, keyset after which the page starts) from `limit` (1 to 100, 50) and `cursor`: (time, id), or
     (time, rank, id) where rows of several sources are merged."""
     raw = params.get("limit")
-    if raw is not None and (not raw.isdigit() or not 1 <= int(raw) <= PAGE_LIMIT_MAX):
+    if raw is not None and (not (raw.isascii() and raw.isdigit() and len(raw) <= 3) or not 1 <= int(raw) <= PAGE_LIMIT_MAX):
         raise Unprocessable(f"limit must be 1 to {PAGE_LIMIT_MAX}")
     cursor = params.get("cursor")
     if not cursor:

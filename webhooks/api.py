@@ -101,7 +101,7 @@ def endpoint_out(endpoint: Endpoint) -> dict:
 
 def _endpoint(request, pk: str) -> Endpoint:
     endpoint = None
-    if pk.isdigit() and int(pk) < 2**63:
+    if pk.isascii() and pk.isdigit() and len(pk) <= 19 and int(pk) < 2**63:
         endpoint = Endpoint.objects.filter(workspace_id=request.auth.workspace_id, pk=int(pk)).first()
     if endpoint is None:  # another workspace's is as unknown as a missing one
         raise NotFound(UNKNOWN)
