@@ -1,15 +1,19 @@
 """The back office's tenant scoping: staff see and change only their workspaces, by Membership role."""
+import logging
+import secrets
 from collections.abc import Iterable
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.filters import RelatedFieldListFilter, SimpleListFilter
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.functional import cached_property
 from django.utils.timezone import localtime
@@ -23,6 +27,9 @@ EDITOR = Membership.Role.EDITOR
 MEMBERS = frozenset({OWNER, EDITOR})
 OWNERS = frozenset({OWNER})
 NOBODY: frozenset[str] = frozenset()
+# The one-time nonces of the create forms shown to a session (the last ten).
+FORM_NONCES = "lftrack_form_nonces"
+logger = logging.getLogger("lftrack.backoffice")
 
 
 def as_id(value: object) -> int | None:
@@ -202,6 +209,36 @@ class _Scoped:
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+def form_nonce_issue(request: HttpRequest) -> str:
+    """A nonce for a create form shown now; the session keeps it until the form comes back."""
+    nonce = secrets.token_urlsafe(16)
+    request.session[FORM_NONCES] = [*request.session.get(FORM_NONCES, [])[-9:], nonce]
+    return nonce
+
+
+def form_nonce_use(request: HttpRequest, nonce: str) -> bool:
+    """True the first time a nonce this session was given comes back, False after: a reload of the page
+    that answered the POST, or a second click. The session forgets it for reloads; a double click sends
+    both POSTs before either saved the session, so Redis's SET NX settles which one acts."""
+    nonces = request.session.get(FORM_NONCES, [])
+    if nonce not in nonces:
+        return False
+    nonces.remove(nonce)
+    request.session[FORM_NONCES] = nonces
+    try:
+        return cache.add(f"form-nonce:{nonce}", 1, timeout=24 * 3600)
+    except Exception as exc:  # Redis gone: the session alone still stops a reload
+        logger.warning("form nonce not claimed in the cache", extra={"error": type(exc).__name__})
+        return True
+
+
+class OnceForm(forms.Form):
+    """A create form that acts once (its answer shows a secret, or a second one would do harm): ServiceFormAdmin
+    gives it a nonce and refuses the nonce a second time."""
+
+    nonce = forms.CharField(widget=forms.HiddenInput, max_length=64)
+
+
 class WorkspaceChoiceForm(forms.Form):
     """A form for a write in one of the user's workspaces; the choice is hidden when there is only one."""
 
@@ -327,12 +364,23 @@ class ServiceFormAdmin(WorkspaceScopedAdmin):
         if request.method == "POST":
             form = self.add_form(request.POST, workspaces=workspaces)
             if form.is_valid():
+                # The nonce is spent before the service acts: a reload of the answer (a secret shown
+                # once) or a second click lands on the list instead of making a second one.
+                if "nonce" in form.fields and not form_nonce_use(request, form.cleaned_data["nonce"]):
+                    self.message_user(request, "This form was already sent; what it made is in the list below.",
+                                      messages.WARNING)
+                    return HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist"))
                 try:
                     return self.add_done(request, form)
                 except ServiceError as exc:
                     form.add_error(None, exc.message)
+                    if "nonce" in form.fields:  # corrected and sent again, it acts
+                        form.data = form.data.copy()
+                        form.data["nonce"] = form_nonce_issue(request)
         else:
             form = self.add_form(initial=self.add_initial(request, workspaces), workspaces=workspaces)
+            if "nonce" in form.fields:
+                form.initial["nonce"] = form_nonce_issue(request)
         return self.render_screen(
             request,
             "admin/backoffice/form.html",

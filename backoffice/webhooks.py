@@ -1,6 +1,7 @@
 """Webhook endpoints in the back office (owners): create (secret shown once), change, send a test event,
 rotate the secret, re-enable in one click, the delivery log, and replay of any past event."""
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -8,10 +9,20 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from backoffice.scoping import OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, WorkspaceScopedAdmin, when
+from backoffice.scoping import (
+    OWNERS,
+    OnceForm,
+    ServiceFormAdmin,
+    WorkspaceChoiceForm,
+    WorkspaceScopedAdmin,
+    form_nonce_issue,
+    form_nonce_use,
+    when,
+)
 from webhooks.events import EVENT_TYPES
 from webhooks.models import Attempt, Endpoint, Event
 from webhooks.services import (
+    OVERLAP_MAX_HOURS,
     endpoint_create,
     endpoint_enable,
     endpoint_secret_rotate,
@@ -24,11 +35,18 @@ EVENT_CHOICES = [(name, f"{name}: {description}") for name, (_, description) in 
 LOG_ROWS = 50
 
 
-class EndpointCreateForm(WorkspaceChoiceForm):
+class EndpointCreateForm(OnceForm, WorkspaceChoiceForm):
     url = forms.CharField(max_length=2048, help_text="https only. It must resolve to a public address.")
     event_types = forms.MultipleChoiceField(choices=EVENT_CHOICES, widget=forms.CheckboxSelectMultiple)
     description = forms.CharField(max_length=200, required=False)
     test = forms.BooleanField(required=False, label="Test mode", help_text="Receives test-mode events only.")
+
+
+class RotateForm(OnceForm):
+    overlap_hours = forms.IntegerField(
+        min_value=0, max_value=OVERLAP_MAX_HOURS, label="Old secret signs for (hours)",
+        help_text="Both secrets sign meanwhile, so your receiver can switch. 0 retires the old one now (a leaked secret).",
+    )
 
 
 class EndpointChangeForm(forms.ModelForm):
@@ -72,14 +90,17 @@ class EndpointAdmin(ServiceFormAdmin):
 
     @admin.display(description="")
     def buttons(self, obj: Endpoint) -> str:
-        """POST buttons of the change form, each to its own screen (formaction), with the form's CSRF token."""
-        actions = [("test", "Send test event"), ("rotate", "Rotate secret")]
+        """POST buttons of the change form, each to its own screen (formaction), with the form's CSRF token; the
+        rotation asks first, on its own page (a reload of its answer must not rotate again)."""
+        actions = [("test", "Send test event")]
         if not obj.enabled:
             actions.insert(0, ("enable", "Re-enable"))
-        return format_html_join(
+        posts = format_html_join(
             " ", '<button type="submit" class="button" formaction="{}" formnovalidate id="endpoint-{}">{}</button>',
             ((reverse(f"admin:webhooks_endpoint_{name}", args=[obj.pk]), name, label) for name, label in actions),
         )
+        rotate = reverse("admin:webhooks_endpoint_rotate", args=[obj.pk])
+        return format_html('{} <a class="button" href="{}" id="endpoint-rotate">Rotate secret</a>', posts, rotate)
 
     @admin.display(description="")
     def delivery_log(self, obj: Endpoint) -> str:
@@ -163,12 +184,29 @@ class EndpointAdmin(ServiceFormAdmin):
         return self._back(endpoint)
 
     def rotate_view(self, request, object_id):
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+        """Asks, then rotates once: the answer shows the new secret, and a reload or a second click of it
+        would otherwise rotate again, retiring at once the secret the receiver still verifies with."""
         endpoint = self._endpoint(request, object_id)
-        issued = endpoint_secret_rotate(endpoint=endpoint)
-        self.log_change(request, endpoint, [{"changed": {"fields": ["secret"]}}])
-        return self._secret_page(request, issued, title="Secret rotated", overlap=issued.endpoint.previous_secret_expires_at)
+        if request.method == "POST":
+            form = RotateForm(request.POST)
+            if form.is_valid():
+                if not form_nonce_use(request, form.cleaned_data["nonce"]):
+                    self.message_user(request, "That rotation was already done; rotate again from here if needed.",
+                                      messages.WARNING)
+                    return self._back(endpoint)
+                issued = endpoint_secret_rotate(endpoint=endpoint, overlap_hours=form.cleaned_data["overlap_hours"])
+                self.log_change(request, endpoint, [{"changed": {"fields": ["secret"]}}])
+                return self._secret_page(request, issued, title="Secret rotated",
+                                         overlap=issued.endpoint.previous_secret_expires_at)
+        else:
+            form = RotateForm(initial={"nonce": form_nonce_issue(request),
+                                       "overlap_hours": settings.WEBHOOK_SECRET_OVERLAP_HOURS})
+        return self.render_screen(
+            request, "admin/backoffice/form.html",
+            {"form": form, "submit_label": "Rotate secret", "changelist_title": self.changelist_title,
+             "intro": f"A new signing secret for {endpoint.url}, shown once on the next page."},
+            title="Rotate the signing secret",
+        )
 
     def enable_view(self, request, object_id):
         if request.method != "POST":

@@ -1,5 +1,4 @@
 """Settings, members and API tokens in the back office; owners only, every write through a service."""
-import secrets
 
 from django import forms
 from django.conf import settings
@@ -15,6 +14,7 @@ from django.utils.html import format_html
 from backoffice.scoping import (
     NOBODY,
     OWNERS,
+    OnceForm,
     ServiceFormAdmin,
     WorkspaceChoiceForm,
     WorkspaceScopedAdmin,
@@ -37,10 +37,6 @@ from workspaces.services import (
     membership_set,
     workspace_settings_update,
 )
-
-# The token form's one-time nonces live in the session, so a reload of the secret page cannot mint a second token.
-NONCE_SESSION_KEY = "lftrack_token_form_nonces"
-
 
 def pixel_snippet(workspace: Workspace) -> str:
     return f'<script src="{settings.PUBLIC_BASE_URL}/lf.js" data-key="{workspace.tracking_key}" defer></script>'
@@ -271,7 +267,7 @@ class TokenStatusFilter(admin.SimpleListFilter):
         return queryset
 
 
-class TokenCreateForm(forms.Form):
+class TokenCreateForm(OnceForm):
     workspace = forms.ModelChoiceField(queryset=Workspace.objects.none(), empty_label=None)
     name = forms.CharField(max_length=100, help_text="What will use it, e.g. “Checkout server” or “Zapier”.")
     scopes = forms.MultipleChoiceField(
@@ -283,7 +279,6 @@ class TokenCreateForm(forms.Form):
         help_text="An lf_test_ token for trying the API: what it records is test data, left out of every number, "
         "never emailed, never sent to live webhooks, and deleted with “Delete test data”.",
     )
-    nonce = forms.CharField(widget=forms.HiddenInput)
 
     def __init__(self, *args, workspaces, **kwargs):
         super().__init__(*args, **kwargs)
@@ -369,21 +364,11 @@ class ApiTokenAdmin(ServiceFormAdmin):
         return super().change_view(request, object_id, form_url, {"can_revoke": can_revoke, **(extra_context or {})})
 
     def add_initial(self, request, workspaces):
-        """A one-time nonce per form shown, so a reload or a second click cannot make a second token."""
-        nonce = secrets.token_urlsafe(16)
-        request.session[NONCE_SESSION_KEY] = [*request.session.get(NONCE_SESSION_KEY, [])[-9:], nonce]
-        return {"workspace": as_id(request.GET.get("workspace")) or (workspaces[0].pk if workspaces else None),
-                "nonce": nonce}
+        return {"workspace": as_id(request.GET.get("workspace")) or (workspaces[0].pk if workspaces else None)}
 
     def add_done(self, request, form):
-        """Create the token; the response to the POST is the one page that ever shows its secret."""
-        nonces = request.session.get(NONCE_SESSION_KEY, [])
-        if form.cleaned_data["nonce"] not in nonces:
-            # A reload or a second click on the same form: the first submit already made the token.
-            self.message_user(request, "This form was already used; its token is in the list below.", messages.WARNING)
-            return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist"))
-        nonces.remove(form.cleaned_data["nonce"])
-        request.session[NONCE_SESSION_KEY] = nonces
+        """Create the token; the response to the POST is the one page that ever shows its secret (a reload of
+        it or a second click lands on the list: the form's nonce, ServiceFormAdmin)."""
         issued = api_token_create(
             workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user,
             scopes=form.cleaned_data["scopes"], test=form.cleaned_data["test"],

@@ -1,7 +1,12 @@
-"""Webhook endpoints in the back office: owners only, secret once, test event, rotate, re-enable, log, replay."""
+"""Webhook endpoints in the back office: owners only, secret once, test event, rotate, re-enable, log, replay; a
+form sent twice (a reload of its answer, a double click) acts once."""
 import re
+import socket
+import threading
+import time
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from procrastinate.contrib.django.models import ProcrastinateJob
 
@@ -14,6 +19,12 @@ pytestmark = pytest.mark.django_db
 ADD = reverse("admin:webhooks_endpoint_add")
 LIST = reverse("admin:webhooks_endpoint_changelist")
 SECRET_RE = re.compile(r'id="webhook-secret" value="(whsec_[^"]+)"')
+NONCE_RE = re.compile(r'name="nonce" value="([^"]+)"')
+
+
+def form_of(client, page: str, **data) -> dict:
+    """The form's fields as the page gives them (its nonce), with `data`."""
+    return {"nonce": NONCE_RE.search(client.get(page).content.decode()).group(1), **data}
 
 
 def change(endpoint) -> str:
@@ -21,8 +32,8 @@ def change(endpoint) -> str:
 
 
 def test_an_owner_creates_an_endpoint_and_sees_its_secret_once(as_alice, acme, public_dns):
-    page = as_alice.post(ADD, {"workspace": acme.pk, "url": "https://crm.example.com/hooks",
-                               "event_types": ["sale.created", "lead.created"], "description": "CRM"})
+    page = as_alice.post(ADD, form_of(as_alice, ADD, workspace=acme.pk, url="https://crm.example.com/hooks",
+                                      event_types=["sale.created", "lead.created"], description="CRM"))
     assert page.status_code == 200
     secret = SECRET_RE.search(page.content.decode()).group(1)
     endpoint = Endpoint.objects.get()
@@ -30,10 +41,58 @@ def test_an_owner_creates_an_endpoint_and_sees_its_secret_once(as_alice, acme, p
     assert secret not in as_alice.get(change(endpoint)).content.decode()
 
 
-def test_a_private_url_is_refused_on_the_form(as_alice, acme, public_dns):
-    page = as_alice.post(ADD, {"workspace": acme.pk, "url": "https://10.1.2.3/", "event_types": ["sale.created"]})
+def test_a_private_url_is_refused_on_the_form_and_corrected_it_creates(as_alice, acme, public_dns):
+    page = as_alice.post(ADD, form_of(as_alice, ADD, workspace=acme.pk, url="https://10.1.2.3/", event_types=["sale.created"]))
     assert "url resolves to a private, loopback or link-local address" in page.content.decode()
     assert not Endpoint.objects.exists()
+    fresh = NONCE_RE.search(page.content.decode()).group(1)  # the refused form comes back ready to send again
+    page = as_alice.post(ADD, {"nonce": fresh, "workspace": acme.pk, "url": "https://crm.example.com/",
+                               "event_types": ["sale.created"]})
+    assert SECRET_RE.search(page.content.decode()) and Endpoint.objects.count() == 1
+
+
+def test_sending_the_create_form_twice_makes_one_endpoint(as_alice, acme, public_dns):
+    """A reload of the page that shows the secret sends the same POST again; so does the back button."""
+    data = form_of(as_alice, ADD, workspace=acme.pk, url="https://crm.example.com/hooks", event_types=["sale.created"])
+    first = as_alice.post(ADD, data)
+    assert SECRET_RE.search(first.content.decode())
+    again = as_alice.post(ADD, data, follow=True)
+    assert again.redirect_chain == [(LIST, 302)] and "This form was already sent" in again.content.decode()
+    assert not SECRET_RE.search(again.content.decode())
+    assert Endpoint.objects.count() == 1
+
+
+def test_a_form_without_its_nonce_or_with_a_made_up_one_makes_nothing(as_alice, acme, public_dns):
+    data = {"workspace": acme.pk, "url": "https://crm.example.com/hooks", "event_types": ["sale.created"]}
+    assert "This field is required" in as_alice.post(ADD, data).content.decode()
+    assert as_alice.post(ADD, {**data, "nonce": "made-up"}).status_code == 302
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_double_click_makes_one_endpoint(alice, acme, public_dns, monkeypatch):
+    """Two POSTs of one form at once: both read the session before either saved it; one endpoint comes of them."""
+    from tests.backoffice.conftest import client_for
+
+    first = client_for(alice)
+    second = Client()
+    second.cookies = first.cookies
+    data = form_of(first, ADD, workspace=acme.pk, url="https://crm.example.com/hooks", event_types=["sale.created"])
+    resolve = socket.getaddrinfo  # public_dns's
+
+    def slow(*args, **kwargs):  # the URL check resolving the host takes a while
+        time.sleep(0.5)
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    answers = []
+    threads = [threading.Thread(target=lambda c=c: answers.append(c.post(ADD, data).status_code)) for c in (first, second)]
+    threads[0].start()
+    time.sleep(0.1)
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == [200, 302] and Endpoint.objects.count() == 1
 
 
 def test_editors_and_other_workspaces_see_nothing(as_bob, as_charlie, acme):
@@ -76,7 +135,22 @@ def test_re_enable_is_one_click_and_rotate_shows_the_new_secret(as_alice, acme):
     as_alice.post(reverse("admin:webhooks_endpoint_enable", args=[endpoint.pk]))
     endpoint.refresh_from_db()
     assert endpoint.enabled and endpoint.failures_in_row == 0
-    page = as_alice.post(reverse("admin:webhooks_endpoint_rotate", args=[endpoint.pk]))
+    rotate = reverse("admin:webhooks_endpoint_rotate", args=[endpoint.pk])
+    data = form_of(as_alice, rotate, overlap_hours=24)
+    page = as_alice.post(rotate, data)
     secret = SECRET_RE.search(page.content.decode()).group(1)
     endpoint.refresh_from_db()
     assert secret_open(endpoint.secret) == secret and secret_open(endpoint.previous_secret) == endpoint.secret_clear
+    again = as_alice.post(rotate, data)  # a reload of the page showing the new secret
+    assert again.status_code == 302 and again.url == change(endpoint)
+    endpoint.refresh_from_db()  # the receiver's old secret still signs, beside the one shown
+    assert secret_open(endpoint.secret) == secret and secret_open(endpoint.previous_secret) == endpoint.secret_clear
+
+
+def test_a_rotation_can_retire_the_old_secret_at_once(as_alice, acme):
+    endpoint = EndpointFactory(workspace=acme)
+    rotate = reverse("admin:webhooks_endpoint_rotate", args=[endpoint.pk])
+    assert 'id="endpoint-rotate"' in as_alice.get(change(endpoint)).content.decode()
+    as_alice.post(rotate, form_of(as_alice, rotate, overlap_hours=0))
+    endpoint.refresh_from_db()
+    assert endpoint.previous_secret == "" and endpoint.previous_secret_expires_at is None
