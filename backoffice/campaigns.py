@@ -14,6 +14,7 @@ from backoffice.funnel import funnel_context
 from backoffice.scoping import (
     MEMBERS,
     OWNERS,
+    ModeFilter,
     ServiceFormAdmin,
     WorkspaceChoiceForm,
     WorkspaceScopedAdmin,
@@ -38,6 +39,10 @@ from lftrack.errors import ServiceError
 from rollups.selectors import campaigns_with_numbers
 
 SENT = EmailSend.Status.SENT
+
+
+class SendModeFilter(ModeFilter):
+    field = "enrollment__is_test"  # a send is test as its enrollment is
 
 
 def recipients_url(campaign_id: int, **params: str) -> str:
@@ -200,7 +205,9 @@ class CampaignAdmin(WorkspaceScopedAdmin):
 
 
 def _last_send(field: str) -> Subquery:
-    sends = EmailSend.objects.filter(enrollment=OuterRef("pk"), status=SENT).order_by("-sent_at", "-pk")
+    # A test recipient's steps are `test` sends (mailed to nobody): shown as its progress.
+    sends = EmailSend.objects.filter(enrollment=OuterRef("pk"), status__in=[SENT, EmailSend.Status.TEST])
+    sends = sends.order_by("-sent_at", "-pk")
     return Subquery(sends.values(field)[:1])
 
 
@@ -222,7 +229,7 @@ class EnrollmentAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     manage_roles = OWNERS
     list_display = ["contact", "contact_name", "campaign", "state", "enrolled", "next_send", "last_email"]
     list_display_links = None
-    list_filter = ["state", "campaign", "workspace"]
+    list_filter = [ModeFilter, "state", "campaign", "workspace"]
     list_select_related = ["customer", "campaign"]
     search_fields = ["customer__email", "customer__name", "customer__external_id"]
     ordering = ["-enrolled_at", "-pk"]
@@ -331,7 +338,7 @@ class SuppressionAdmin(ServiceFormAdmin):
     view_roles = MEMBERS
     add_roles = OWNERS
     list_display = ["email", "reason", "created_at"]
-    list_filter = ["reason", "workspace"]
+    list_filter = [ModeFilter, "reason", "workspace"]
     search_fields = ["email"]
     ordering = ["-created_at", "-pk"]
     fields = ["email", "reason", "created_at"]
@@ -353,7 +360,7 @@ class SuppressionAdmin(ServiceFormAdmin):
 class EmailSendAdmin(WorkspaceScopedAdmin):
     view_roles = MEMBERS
     list_display = ["sent_at", "to_email", "campaign", "position", "status", "complained_at"]
-    list_filter = ["status", "campaign", "workspace"]
+    list_filter = [SendModeFilter, "status", "campaign", "workspace"]
     list_select_related = ["campaign"]
     search_fields = ["to_email"]
     ordering = ["-sent_at", "-pk"]

@@ -39,7 +39,7 @@ def suppression_row(customer: Customer) -> Suppression | None:
         return None
     cached = getattr(customer, "_suppression_row", False)
     if cached is False:
-        cached = suppression_by_email(workspace_id=customer.workspace_id, email=customer.email)
+        cached = suppression_by_email(workspace_id=customer.workspace_id, email=customer.email, test=customer.is_test)
         customer._suppression_row = cached
     return cached
 

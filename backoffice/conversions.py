@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from backoffice.exports import Column, CsvExportMixin
-from backoffice.scoping import MEMBERS, WorkspaceScopedAdmin
+from backoffice.scoping import MEMBERS, ModeFilter, WorkspaceScopedAdmin
 from conversions.models import ConversionEvent
 from conversions.selectors import refunded_of
 from lftrack.currencies import MINOR_UNITS, amount_text
@@ -20,25 +20,6 @@ def _decimal(minor: int | None, currency: str) -> str:
     digits = MINOR_UNITS.get(currency, 2)
     units, fraction = divmod(minor, 10**digits)
     return f"{units}.{fraction:0{digits}d}" if digits else str(units)
-
-
-class ModeFilter(admin.SimpleListFilter):
-    """Live data unless test data is asked for: test-mode records never mix into what a marketer reads."""
-
-    title = "mode"
-    parameter_name = "mode"
-
-    def lookups(self, request, model_admin):
-        return [("test", "Test data")]
-
-    def choices(self, changelist):
-        yield {"selected": self.value() != "test", "query_string": changelist.get_query_string(remove=[self.parameter_name]),
-               "display": "Live"}
-        yield {"selected": self.value() == "test", "query_string": changelist.get_query_string({self.parameter_name: "test"}),
-               "display": "Test data"}
-
-    def queryset(self, request, queryset):
-        return queryset.filter(is_test=self.value() == "test")
 
 
 @admin.register(ConversionEvent)

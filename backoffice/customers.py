@@ -13,7 +13,17 @@ from django.utils.safestring import mark_safe
 from backoffice.contact_page import contact_sections, suppression_row
 from backoffice.exports import Column, CsvExportMixin
 from backoffice.imports import ContactImportMixin
-from backoffice.scoping import MEMBERS, OWNERS, ServiceFormAdmin, WorkspaceChoiceForm, as_id, scope, titled, when
+from backoffice.scoping import (
+    MEMBERS,
+    OWNERS,
+    ModeFilter,
+    ServiceFormAdmin,
+    WorkspaceChoiceForm,
+    as_id,
+    scope,
+    titled,
+    when,
+)
 from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
 from customers.models import Customer
@@ -22,9 +32,10 @@ from lftrack.errors import ServiceError
 
 
 def suppression_of(outer: str = "") -> Exists:
-    """True when the workspace's suppression list holds this contact's lower(email)."""
+    """True when the workspace's suppression list (of the contact's mode) holds this contact's lower(email)."""
     return Exists(
-        Suppression.objects.filter(workspace=OuterRef(f"{outer}workspace"), email=Lower(OuterRef(f"{outer}email")))
+        Suppression.objects.filter(workspace=OuterRef(f"{outer}workspace"), email=Lower(OuterRef(f"{outer}email")),
+                                   is_test=OuterRef(f"{outer}is_test"))
     )
 
 
@@ -71,7 +82,7 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     add_title = add_submit = "Add contact"
     add_intro = "An email already known in the workspace reuses that contact; an external id moves to it."
     list_display = ["contact", "name", "external_id", "source", "is_suppressed", "created_at"]
-    list_filter = [("source", titled("how they came in")), SuppressedFilter, "workspace"]
+    list_filter = [ModeFilter, ("source", titled("how they came in")), SuppressedFilter, "workspace"]
     search_fields = ["email", "name", "external_id"]
     ordering = ["-created_at", "-pk"]
     fieldsets = [
@@ -112,7 +123,8 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
             campaign = form.cleaned_data["campaign"]
             outcomes: dict[str, int] = {}
             for contact in contacts.filter(workspace_id=campaign.workspace_id).order_by("pk"):
-                result = campaign_lead_add(campaign=campaign, email=contact.email, channel=Customer.Channel.MANUAL)
+                result = campaign_lead_add(campaign=campaign, email=contact.email, channel=Customer.Channel.MANUAL,
+                                           test=contact.is_test)
                 outcomes[result.outcome] = outcomes.get(result.outcome, 0) + 1
             told = ", ".join(f"{count} {outcome.replace('_', ' ')}" for outcome, count in sorted(outcomes.items()))
             self.message_user(request, f"Enrolled in {campaign}: {told or 'nobody'}.", messages.SUCCESS)
@@ -138,7 +150,7 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         suppressed = 0
         for contact in chosen.select_related("workspace").order_by("pk"):
             try:
-                suppression_add(workspace=contact.workspace, email=contact.email,
+                suppression_add(workspace=contact.workspace, email=contact.email, test=contact.is_test,
                                 reason=Suppression.Reason.UNSUBSCRIBED, channel=Customer.Channel.MANUAL)
                 suppressed += 1
             except ServiceError:

@@ -23,7 +23,7 @@ from backoffice.scoping import (
     visible_workspaces,
     when,
 )
-from conversions.models import ConversionEvent, Refund
+from conversions.selectors import test_data_of
 from conversions.services import workspace_test_data_delete
 from lftrack.currencies import MINOR_UNITS
 from lftrack.errors import ServiceError
@@ -115,7 +115,8 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         url = reverse("admin:workspaces_workspace_delete_test_data", args=[obj.pk])
         return format_html(
             '<a href="{}" class="button" id="delete-test-data">Delete test data</a><p class="help">What test tokens '
-            "(lf_test_…) recorded: never counted, never emailed; see it under Conversions, mode “Test data”.</p>", url,
+            "(lf_test_…) recorded: never counted, never emailed; see it under Conversions, Contacts and Recipients, "
+            "mode “Test data”.</p>", url,
         )
 
     def get_urls(self):
@@ -132,15 +133,12 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             raise PermissionDenied
         if request.method == "POST" and request.POST.get("confirm") == "yes":
             counts = workspace_test_data_delete(workspace=workspace)
-            self.message_user(
-                request, f"Deleted {counts['conversions']} test conversion(s) and {counts['refunds']} test refund(s).",
-                messages.SUCCESS,
-            )
+            self.message_user(request, f"Deleted {_test_data_summary(counts)}.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:workspaces_workspace_change", args=[workspace.pk]))
-        counts = {"conversions": ConversionEvent.objects.filter(workspace=workspace, is_test=True).count(),
-                  "refunds": Refund.objects.filter(workspace=workspace, is_test=True).count()}
+        counts = {name: rows.count() for name, rows in test_data_of(workspace_id=workspace.pk)}
         return self.render_screen(
-            request, "admin/workspaces/workspace/delete_test_data.html", {"workspace": workspace, "counts": counts},
+            request, "admin/workspaces/workspace/delete_test_data.html",
+            {"workspace": workspace, "summary": _test_data_summary(counts)},
             title="Delete test data",
         )
 
@@ -158,6 +156,13 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra_context = {"title": "Settings", **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _test_data_summary(counts: dict[str, int]) -> str:
+    """"1 test conversion(s), 0 test refund(s), ...": what "Delete test data" deletes or deleted, by kind."""
+    words = {"conversions": "conversion(s)", "refunds": "refund(s)", "sends": "send(s)",
+             "enrollments": "enrollment(s)", "suppressions": "suppression(s)", "customers": "contact(s)"}
+    return ", ".join(f"{counts[name]} test {word}" for name, word in words.items())
 
 
 # ---------------------------------------------------------------------------------------------- Members

@@ -95,14 +95,14 @@ def lead_out(result: LeadResult) -> dict:
 
 class CampaignLeadViewSet(viewsets.ViewSet):
     required_scopes = {"create": "leads:write"}  # workspaces/auth.py
-    live_only = True  # a test token enrolls nobody, so mails nobody
 
     @extend_schema(
         operation_id="campaign_lead_create",
         summary="Enroll a contact in a campaign's sequence",
         description="For a person with no click to credit. The contact is matched by email (case-insensitively) and "
         "a sent `name` replaces the stored one. Idempotent: the same email again answers `already_enrolled`. "
-        "Limit: 120 requests a minute per token, whatever their outcome.",
+        "A test token (`lf_test_`) enrolls a test contact, never a live one: its steps are recorded as `test` sends "
+        "and nobody is mailed. Limit: 120 requests a minute per token, whatever their outcome.",
         tags=["campaigns"],
         request=CampaignLeadInput,
         responses={
@@ -154,6 +154,7 @@ class CampaignLeadViewSet(viewsets.ViewSet):
             name=data.get("name") or "",
             external_id=data.get("external_id") or "",
             channel="api",
+            test=request.auth.is_test,
         )
         return Response(lead_out(result), status=_STATUS[result.outcome])
 
@@ -202,7 +203,8 @@ class CampaignEnrollmentViewSet(viewsets.ViewSet):
         operation_id="campaign_enrollment_list",
         summary="List a campaign's recipients",
         description="Its enrollments, newest first, a page at a time (pass `next` as `cursor`), optionally in one "
-        "`state`. Limits: 600 requests a minute per token and per client address.",
+        "`state`. A test token reads test contacts' enrollments only, a live token live ones only. "
+        "Limits: 600 requests a minute per token and per client address.",
         tags=["campaigns"],
         parameters=[
             OpenApiParameter("state", str, enum=Enrollment.State.values, description="Only enrollments in this state."),
@@ -221,7 +223,7 @@ class CampaignEnrollmentViewSet(viewsets.ViewSet):
             raise Unprocessable("invalid state")
         limit, after = page_position(request.query_params)
         campaign = campaign_get(workspace=request.auth.workspace, slug=slug)
-        rows = enrollments_page(campaign=campaign, state=state, after=after, limit=limit + 1)
+        rows = enrollments_page(campaign=campaign, state=state, after=after, limit=limit + 1, test=request.auth.is_test)
         return Response(page_out(rows, limit, recipient_out, at=lambda e: e.enrolled_at))
 
 
@@ -247,13 +249,14 @@ class EmailEventOut(serializers.Serializer):
 class EmailEventViewSet(viewsets.ViewSet):
     """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
     required_scopes = {"create": "email_events:write"}  # workspaces/auth.py
-    live_only = True  # a test token suppresses nobody
 
     @extend_schema(
         operation_id="email_event_create",
         summary="Report a bounce or a complaint",
         description="A `bounce` suppresses the address as `bounced`; a `complaint` as `complained`, marks the email "
-        "complained of (the one with `message_id`, else the latest sent to the address) and may pause its campaign. Either stops the address's active enrollments. Idempotent.",
+        "complained of (the one with `message_id`, else the latest sent to the address) and may pause its campaign. Either stops the address's active enrollments. Idempotent. "
+        "A test token (`lf_test_`) suppresses the address in test mode only: its test contact's enrollments stop, no "
+        "live contact or suppression changes, no email is marked and no campaign paused.",
         tags=["email events"],
         request=EmailEventInput,
         responses={
@@ -278,6 +281,6 @@ class EmailEventViewSet(viewsets.ViewSet):
         data = parse(EmailEventInput, request_json(request))
         suppression = email_event_record(
             workspace=request.auth.workspace, event_type=data["type"], email=data["email"],
-            message_ids=(data.get("message_id") or "",),
+            message_ids=(data.get("message_id") or "",), test=request.auth.is_test,
         )
         return Response({"email": suppression.email, "reason": suppression.reason, "suppressed": True}, status=200)

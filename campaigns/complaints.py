@@ -22,7 +22,8 @@ COMPLAINT_WINDOW = timedelta(days=30)
 
 @transaction.atomic
 def email_event_record(
-    *, workspace: Workspace, event_type: str, email: str, message_ids: tuple[str, ...] = (), channel: str = "api"
+    *, workspace: Workspace, event_type: str, email: str, message_ids: tuple[str, ...] = (), channel: str = "api",
+    test: bool = False,
 ) -> Suppression:
     """A bounce suppresses `bounced`; a complaint suppresses `complained`, marks the email complained of
     and pauses its campaign past the complaint threshold. From POST /api/v1/email-events (channel "api")
@@ -32,15 +33,20 @@ def email_event_record(
     none, the latest sent to the address. A report naming another Message-ID is about another email
     (the workspace's own password resets, sent through the same provider): the address is suppressed,
     no campaign is blamed. Idempotent: a provider retrying its webhook changes nothing the second time.
+
+    `test` (a test token's report): the address is suppressed in the test identity space only, which stops
+    its test contact's enrollments; no live contact or suppression is touched, and since test sends went to
+    nobody, no email is marked complained of and no campaign paused.
     """
     if event_type not in EVENT_TYPES:
         raise Unprocessable("invalid type")
-    if event_type == "bounce":
-        return suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.BOUNCED, channel=channel)
-    suppression = suppression_add(workspace=workspace, email=email, reason=Suppression.Reason.COMPLAINED, channel=channel)
+    reason = Suppression.Reason.BOUNCED if event_type == "bounce" else Suppression.Reason.COMPLAINED
+    suppression = suppression_add(workspace=workspace, email=email, reason=reason, channel=channel, test=test)
+    if event_type == "bounce" or test:
+        return suppression
     named = _message_id_forms(message_ids)
     if named:
-        send = EmailSend.objects.filter(workspace=workspace, message_id__in=named).first()
+        send = _mailed(workspace).filter(message_id__in=named).first()
     else:
         send = _latest_send(workspace=workspace, email=email)
     if send is not None:
@@ -53,8 +59,13 @@ def _message_id_forms(message_ids: tuple[str, ...]) -> set[str]:
     return {f"<{m.strip().strip('<>')}>" for m in message_ids if m and "@" in m and "\x00" not in m}
 
 
+def _mailed(workspace: Workspace):
+    """The workspace's sends that went to someone: a test send (test mode) mailed nobody."""
+    return EmailSend.objects.filter(workspace=workspace).exclude(status=EmailSend.Status.TEST)
+
+
 def _latest_send(*, workspace: Workspace, email: str) -> EmailSend | None:
-    sends = EmailSend.objects.filter(workspace=workspace).order_by("-sent_at")
+    sends = _mailed(workspace).order_by("-sent_at")
     # Providers report the address as we sent it: the (workspace, to_email, -sent_at) index answers.
     send = sends.filter(to_email=email).first()
     if send is None:  # reported in another case: we send to the contact's address as stored

@@ -113,7 +113,7 @@ def _sort(due: list[Enrollment], *, now: datetime) -> tuple[list[Enrollment], li
         if (
             not email
             or (workspace_id, email) in mailed
-            or Suppression.objects.filter(workspace_id=workspace_id, email=email).exists()
+            or Suppression.objects.filter(workspace_id=workspace_id, email=email, is_test=False).exists()
             or recent.alias(email_lower=Lower("customer__email")).filter(email_lower=email).exists()
         ):
             dropped.append(enrollment)
@@ -141,7 +141,10 @@ def enrollment_confirm(*, enrollment_id: int) -> Enrollment | None:
     if enrollment.state != State.PENDING:
         return enrollment
     customer = enrollment.customer
-    if Suppression.objects.filter(workspace_id=enrollment.workspace_id, email=customer.email.lower()).exists():
+    # The pixel has no test mode: its contacts and their suppressions are live ones.
+    if Suppression.objects.filter(
+        workspace_id=enrollment.workspace_id, email=customer.email.lower(), is_test=False
+    ).exists():
         return None
     now = timezone.now()
     enrollment.state = State.ACTIVE

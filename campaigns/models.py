@@ -92,6 +92,9 @@ class Enrollment(models.Model):
     confirm_by = models.DateTimeField(null=True, blank=True)
     confirmation_sent_at = models.DateTimeField(null=True, blank=True)
     held_name = models.CharField(max_length=200, blank=True, default="")
+    # Its contact's mode, copied (a contact's never changes): a test contact's enrollment is mailed nothing (its
+    # steps are recorded as `test` sends) and counted in no number (the roll-up triggers skip it).
+    is_test = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [
@@ -120,7 +123,8 @@ class Enrollment(models.Model):
 
 
 class CampaignLead(models.Model):
-    """A lead counted in a campaign's numbers: one per created or reused enrollment, none on resume."""
+    """A lead counted in a campaign's numbers: one per created or reused enrollment, none on resume, none for a
+    test contact's enrollment."""
 
     class Outcome(models.TextChoices):
         CREATED = "created"
@@ -148,7 +152,7 @@ class CampaignLead(models.Model):
 
 
 class Suppression(models.Model):
-    """An address this workspace must not email again."""
+    """An address this workspace must not email again; a test token's report suppresses it in test mode only."""
 
     class Reason(models.TextChoices):
         UNSUBSCRIBED = "unsubscribed"
@@ -158,11 +162,15 @@ class Suppression(models.Model):
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="suppressions")
     email = models.CharField(max_length=254)  # stored lower-cased: suppression is per lower(email)
     reason = models.CharField(max_length=12, choices=Reason.choices)
+    # Of the test identity space (customers.Customer.is_test): stops test contacts only, never a live one.
+    is_test = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "email"], name="campaigns_suppression_one_per_email"),
+            models.UniqueConstraint(
+                fields=["workspace", "email", "is_test"], name="campaigns_suppression_one_per_email_and_mode"
+            ),
             models.CheckConstraint(condition=Q(email=models.functions.Lower("email")), name="campaigns_suppression_email_lower"),
             models.CheckConstraint(
                 condition=Q(reason__in=["unsubscribed", "bounced", "complained"]), name="campaigns_suppression_reason_valid"
@@ -180,6 +188,7 @@ class EmailSend(models.Model):
         RESERVED = "reserved"  # the sender has it, not yet handed to SMTP: certainly not sent
         SENT = "sent"
         FAILED = "failed"  # refused for good, or handed over with no answer recorded (unconfirmed)
+        TEST = "test"  # a test contact's step: recorded as due, never mailed, counted nowhere
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="sends")
@@ -199,6 +208,10 @@ class EmailSend(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["enrollment", "position"], name="campaigns_emailsend_once_per_step"),
+            # A test send went to nobody, so nobody complained of it: it stays out of the complaint numbers.
+            models.CheckConstraint(
+                condition=~Q(status="test") | Q(complained_at__isnull=True), name="campaigns_emailsend_test_never_complained"
+            ),
         ]
         indexes = [
             # Complaint rate over a campaign's last 30 days of sends; daily limit per workspace.

@@ -28,34 +28,39 @@ def sends_of_customer(*, customer: Customer) -> QuerySet:
 
 
 def enrollment_by_email(*, campaign: Campaign, email: str) -> Enrollment | None:
-    """The campaign's enrollment of the contact with this address, in any letter case."""
+    """The campaign's enrollment of the live contact with this address, in any letter case."""
     return (
         Enrollment.objects.alias(email_lower=Lower("customer__email"))
-        .filter(campaign=campaign, email_lower=Lower(Value(email)))
+        .filter(campaign=campaign, is_test=False, email_lower=Lower(Value(email)))
         .exclude(customer__email="")
         .first()
     )
 
 
-def suppression_by_email(*, workspace_id: int, email: str) -> Suppression | None:
-    """The workspace's suppression of this address (stored lower-cased), if any."""
+def suppression_by_email(*, workspace_id: int, email: str, test: bool = False) -> Suppression | None:
+    """The workspace's suppression of this address (stored lower-cased), if any; with `test`, its test-mode one."""
     if not email:
         return None
-    return Suppression.objects.filter(workspace_id=workspace_id, email=email.lower()).first()
+    return Suppression.objects.filter(workspace_id=workspace_id, email=email.lower(), is_test=test).first()
 
 
-def suppressions_by_email(*, workspace_id: int, emails: list[str]) -> dict[str, Suppression]:
-    """The workspace's suppressions of these addresses, by lower-cased address (one query)."""
+def suppressions_by_email(*, workspace_id: int, emails: list[str], test: bool = False) -> dict[str, Suppression]:
+    """The workspace's suppressions of these addresses, by lower-cased address (one query); with `test`, the
+    test-mode ones."""
     wanted = {email.lower() for email in emails if email}
     if not wanted:
         return {}
-    return {s.email: s for s in Suppression.objects.filter(workspace_id=workspace_id, email__in=wanted)}
+    rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=wanted, is_test=test)
+    return {s.email: s for s in rows}
 
 
-def enrollments_page(*, campaign: Campaign, state: str | None, after: tuple | None, limit: int) -> list[Enrollment]:
+def enrollments_page(
+    *, campaign: Campaign, state: str | None, after: tuple | None, limit: int, test: bool = False
+) -> list[Enrollment]:
     """GET /api/v1/campaigns/<slug>/enrollments: newest first (enrolled_at, then id), `limit` of them after
-    the keyset `after`, with their contact; the (campaign, -enrolled_at, -id) index serves it."""
-    enrollments = Enrollment.objects.filter(campaign=campaign)
+    the keyset `after`, with their contact; the (campaign, -enrolled_at, -id) index serves it. Live
+    enrollments, or with `test` those of test contacts only."""
+    enrollments = Enrollment.objects.filter(campaign=campaign, is_test=test)
     if state is not None:
         enrollments = enrollments.filter(state=state)
     if after is not None:
@@ -66,14 +71,16 @@ def enrollments_page(*, campaign: Campaign, state: str | None, after: tuple | No
 _BOUNCED_SQL = f"""
 SELECT COUNT(*) FROM {Suppression._meta.db_table} s
 JOIN {Customer._meta.db_table} c ON c.workspace_id = s.workspace_id AND lower(c.email) = s.email AND c.email <> ''
+    AND NOT c.is_test
 JOIN {Enrollment._meta.db_table} e ON e.customer_id = c.id AND e.campaign_id = %(campaign)s
-WHERE s.workspace_id = %(workspace)s AND s.reason = 'bounced'
+WHERE s.workspace_id = %(workspace)s AND s.reason = 'bounced' AND NOT s.is_test
 """
 
 
 def campaign_bounces(*, campaign: Campaign) -> int:
     """The campaign's recipients whose address bounced for good (suppressed as bounced): from the workspace's
-    bounced addresses, each through the unique lower(email) index and the (campaign, customer) one."""
+    bounced addresses, each through the unique lower(email) index and the (campaign, customer) one. Live ones:
+    a number."""
     with connection.cursor() as cursor:
         cursor.execute(_BOUNCED_SQL, {"campaign": campaign.pk, "workspace": campaign.workspace_id})
         return cursor.fetchone()[0]

@@ -8,7 +8,8 @@ Guarantee: **at most once per step**. A pass works in batches of three steps:
    step to send insert its EmailSend row (unique per enrollment and position), `reserved` by this
    worker's database session, and advance the enrollment (last_sent_position, last_sent_at,
    next_send_at, or `completed`). The transaction commits before any mail leaves: from then on no
-   worker can take that step again.
+   worker can take that step again. A test contact's step (test mode) is recorded there and then as a
+   `test` send, advanced the same way and mailed to nobody; it uses none of the daily limit.
 2. Hand the messages to the email backend over one connection, one at a time: just before each,
    one statement marks it `failed` with the error UNCONFIRMED and the ones accepted since the last
    such statement `sent`.
@@ -70,6 +71,7 @@ class PassResult:
     deferred: int = 0
     skipped: int = 0  # suppressed addresses and contacts without one: their enrollments were stopped
     failed: int = 0  # refused for good by the server, or unconfirmed
+    test: int = 0  # test contacts' steps: recorded as `test` sends, mailed to nobody
     smtp_error: str = ""  # the pass ended early because the email backend could not be used
     confirmations: int = 0  # double opt-in emails (campaigns/confirmation.py)
 
@@ -81,11 +83,12 @@ class PassResult:
         self.deferred += other.deferred
         self.skipped += other.skipped
         self.failed += other.failed
+        self.test += other.test
         self.confirmations += other.confirmations
 
     @property
     def idle(self) -> bool:
-        return not (self.sent or self.deferred or self.skipped or self.failed or self.confirmations)
+        return not (self.sent or self.deferred or self.skipped or self.failed or self.test or self.confirmations)
 
 
 @dataclass
@@ -131,7 +134,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
         logger.log(
             logging.DEBUG if result.idle and not result.smtp_error else logging.INFO,
             "send pass",
-            extra={**result.counts(), "failed": result.failed, "confirmations": result.confirmations, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+            extra={**result.counts(), "failed": result.failed, "test": result.test, "confirmations": result.confirmations, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
         )
         request_id_var.reset(request_id)
     return result
@@ -209,7 +212,7 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
         suppressed = _suppressed(due)
         to_send: list[tuple[Enrollment, CampaignEmail]] = []
         for enrollment in due:
-            if not enrollment.customer.email or (enrollment.workspace_id, enrollment.email_lower) in suppressed:
+            if not enrollment.customer.email or _suppression_key(enrollment) in suppressed:
                 enrollment.state = State.STOPPED
                 enrollment.stopped_at = now
                 enrollment.next_send_at = None
@@ -221,10 +224,17 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
                 continue
             to_send.append((enrollment, step))
 
-        allowance = _daily_allowance({enrollment.workspace_id for enrollment, _ in to_send}, now=now)
+        allowance = _daily_allowance({e.workspace_id for e, _ in to_send if not e.is_test}, now=now)
         backend_pid = connection.connection.info.backend_pid  # this worker, for as long as it lives
         reservations: list[_Reservation] = []
+        tests: list[EmailSend] = []
         for enrollment, step in to_send:
+            if enrollment.is_test:  # test mode: the step is recorded and the enrollment moves on; nobody is mailed
+                send = _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=None).send
+                send.status, send.message_id = EmailSend.Status.TEST, ""
+                tests.append(send)
+                result.test += 1
+                continue
             if allowance[enrollment.workspace_id] <= 0:
                 enrollment.next_send_at = _next_utc_midnight(now)  # the next window; never dropped
                 result.deferred += 1
@@ -234,7 +244,7 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
                 _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=backend_pid)
             )
 
-        EmailSend.objects.bulk_create([reservation.send for reservation in reservations])
+        EmailSend.objects.bulk_create([*tests, *(reservation.send for reservation in reservations)])
         _enrollments_save(due)
         for enrollment in due:  # the state changes of this batch, reported in its transaction
             if enrollment.state == State.STOPPED:
@@ -254,8 +264,13 @@ def _enrollments_save(enrollments: list[Enrollment]) -> None:
         Enrollment.objects.filter(pk__in=pks).update(**dict(zip(_ENROLLMENT_FIELDS, values)))
 
 
-def _suppressed(enrollments: list[Enrollment]) -> set[tuple[int, str]]:
-    """(workspace id, lower(email)) of the claimed addresses on their workspace's suppression list.
+def _suppression_key(enrollment: Enrollment) -> tuple[int, str, bool]:
+    return enrollment.workspace_id, enrollment.email_lower, enrollment.is_test
+
+
+def _suppressed(enrollments: list[Enrollment]) -> set[tuple[int, str, bool]]:
+    """(workspace id, lower(email), mode) of the claimed addresses on their workspace's suppression list (a test
+    contact's on the test one).
 
     One query per workspace in the batch, `email IN (...)` on the (workspace, email) unique index.
     Read under the claim's locks: a suppression committed before is seen; one committing later
@@ -265,10 +280,10 @@ def _suppressed(enrollments: list[Enrollment]) -> set[tuple[int, str]]:
     for enrollment in enrollments:
         if enrollment.email_lower:
             by_workspace[enrollment.workspace_id].add(enrollment.email_lower)
-    found: set[tuple[int, str]] = set()
+    found: set[tuple[int, str, bool]] = set()
     for workspace_id, emails in by_workspace.items():
-        rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=emails).values_list("email", flat=True)
-        found.update((workspace_id, email) for email in rows)
+        rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=emails).values_list("email", "is_test")
+        found.update((workspace_id, email, is_test) for email, is_test in rows)
     return found
 
 
@@ -285,7 +300,7 @@ def _next_active(steps: list[CampaignEmail], *, after: int) -> CampaignEmail | N
 
 
 def _reservation(
-    enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime, backend_pid: int
+    enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime, backend_pid: int | None
 ) -> _Reservation:
     """Advance the locked enrollment past `step` and build its EmailSend row (saved by the caller)."""
     reservation = _Reservation(
@@ -322,7 +337,8 @@ def _reservation(
 
 
 def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:
-    """How many more emails each workspace may send this UTC day, every send of the workspace counted.
+    """How many more emails each workspace may send this UTC day, every send of the workspace counted (test
+    sends mail nobody: not counted).
 
     The workspace rows are locked (in id order, so workers never deadlock) until this transaction
     commits its reservations: a second worker waits here, then counts this one's rows. FOR NO KEY
@@ -339,6 +355,7 @@ def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     used = dict(
         EmailSend.objects.filter(workspace_id__in=workspace_ids, sent_at__gte=day, sent_at__lt=day + timedelta(days=1))
+        .exclude(status=EmailSend.Status.TEST)
         .values("workspace_id")
         .annotate(count=Count("id"))
         .values_list("workspace_id", "count")

@@ -227,9 +227,11 @@ def campaign_link_create(
 
 @transaction.atomic
 def campaign_lead_add(
-    *, campaign: Campaign, email: str, name: str = "", external_id: str = "", channel: str = "api"
+    *, campaign: Campaign, email: str, name: str = "", external_id: str = "", channel: str = "api", test: bool = False
 ) -> LeadResult:
-    """POST /campaigns/<slug>/leads (docs/enrollment.md): match the contact (name overwritten) and enroll them."""
+    """POST /campaigns/<slug>/leads (docs/enrollment.md): match the contact (name overwritten) and enroll them.
+
+    `test` (a test token): the contact is matched in the test identity space, and so enrolled in test mode."""
     if not email:
         raise Unprocessable("email is required")
     match = customer_match(
@@ -239,6 +241,7 @@ def campaign_lead_add(
         name=name,
         external_id=external_id,
         overwrite_name=True,
+        test=test,
     )
     return campaign_enroll(campaign=campaign, customer=match.customer, created=match.created, channel=channel)
 
@@ -259,8 +262,11 @@ def campaign_enroll(
     Reads only `pk` and `workspace_id` of `campaign`. `conversion_id` is the conversion that enrolled
     them, if one did. `pending` (a channel without a secret: the pixel) enrolls only a contact not
     enrolled there yet, pending their confirmation, with the name they sent held until then.
+
+    A test contact's enrollment is test too: the sender records its steps as `test` sends and mails nothing,
+    and no campaign lead counts it (docs/enrollment.md, "Test mode").
     """
-    if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email):
+    if _is_suppressed(workspace_id=campaign.workspace_id, email=customer.email, test=customer.is_test):
         return LeadResult(LeadOutcome.SUPPRESSED, customer, None)
     if pending:
         return _enroll_pending(campaign=campaign, customer=customer, held_name=held_name)
@@ -276,24 +282,25 @@ def campaign_enroll(
             raise RuntimeError("enrollment vanished while enrolling")
         return result
     outcome = LeadOutcome.CREATED if created else LeadOutcome.REUSED
-    CampaignLead.objects.create(
-        workspace_id=campaign.workspace_id,
-        campaign=campaign,
-        customer=customer,
-        enrollment=enrollment,
-        outcome=outcome,
-        channel=channel,
-        conversion_id=conversion_id,
-    )
+    if not enrollment.is_test:
+        CampaignLead.objects.create(
+            workspace_id=campaign.workspace_id,
+            campaign=campaign,
+            customer=customer,
+            enrollment=enrollment,
+            outcome=outcome,
+            channel=channel,
+            conversion_id=conversion_id,
+        )
     enrollment_event(enrollment, "enrollment.created")
     return LeadResult(outcome, customer, enrollment)
 
 
 def enrollment_event(enrollment: Enrollment, event_type: str) -> None:
-    """The webhook event of an enrollment's change, in the caller's transaction."""
+    """The webhook event of an enrollment's change, in the caller's transaction (a test one's: test endpoints only)."""
     event_emit(
         workspace_id=enrollment.workspace_id, type=event_type, subject_id=enrollment.pk,
-        customer_id=enrollment.customer_id,
+        customer_id=enrollment.customer_id, test=enrollment.is_test,
     )
 
 
@@ -335,13 +342,15 @@ def _enrollment_insert(
         last_sent_position=0,
         confirm_by=now + CONFIRM_WITHIN if pending else None,
         held_name=held_name,
+        is_test=customer.is_test,
     )
     enrollment.next_send_at = None if pending else enrollment_next_send_at(enrollment=enrollment)
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {Enrollment._meta.db_table} (workspace_id, campaign_id, customer_id, state, enrolled_at,"
-            " last_sent_position, next_send_at, confirm_by, held_name) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " last_sent_position, next_send_at, confirm_by, held_name, is_test)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (campaign_id, customer_id) DO NOTHING RETURNING id",
             [
                 campaign.workspace_id,
@@ -353,6 +362,7 @@ def _enrollment_insert(
                 adapt(enrollment.next_send_at),
                 adapt(enrollment.confirm_by),
                 enrollment.held_name,
+                enrollment.is_test,
             ],
         )
         row = cursor.fetchone()
@@ -386,7 +396,7 @@ def enrollment_resume(*, enrollment: Enrollment) -> Enrollment:
     locked = Enrollment.objects.select_for_update().select_related("customer").get(pk=enrollment.pk)
     if locked.state != State.STOPPED:
         return locked
-    if _is_suppressed(workspace_id=locked.workspace_id, email=locked.customer.email):
+    if _is_suppressed(workspace_id=locked.workspace_id, email=locked.customer.email, test=locked.is_test):
         raise Unprocessable("email is suppressed")
     return _resume(locked)
 
@@ -404,16 +414,20 @@ def _resume(enrollment: Enrollment) -> Enrollment:
 # Suppression
 
 
-def _is_suppressed(*, workspace_id: int, email: str) -> bool:
+def _is_suppressed(*, workspace_id: int, email: str, test: bool) -> bool:
     # Suppression.email is stored lower-cased by the database, so the unique index serves this.
-    return bool(email) and Suppression.objects.filter(workspace_id=workspace_id, email=Lower(Value(email))).exists()
+    return bool(email) and Suppression.objects.filter(
+        workspace_id=workspace_id, email=Lower(Value(email)), is_test=test
+    ).exists()
 
 
 @transaction.atomic
-def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: str) -> Suppression:
+def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: str, test: bool = False) -> Suppression:
     """Never email this address again in this workspace: stop its active enrollments, note it on the contact.
 
-    Idempotent per lower(email): a second call keeps the first reason and writes no second activity.
+    Idempotent per lower(email): a second call keeps the first reason and writes no second activity. `test`
+    (a test token's report, or a test contact's): the address is suppressed in the test identity space only,
+    stopping its test contact; a live contact and the live list are untouched.
     """
     if not email:
         raise Unprocessable("email is required")
@@ -431,16 +445,18 @@ def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: s
     try:
         with transaction.atomic():
             # lower() by the database, as the table's check constraint and the contacts' index use it.
-            suppression = Suppression.objects.create(workspace=workspace, email=Lower(Value(email)), reason=reason)
+            suppression = Suppression.objects.create(
+                workspace=workspace, email=Lower(Value(email)), reason=reason, is_test=test
+            )
         suppression.refresh_from_db(fields=["email", "created_at"])
     except IntegrityError:
         created = False
-        suppression = Suppression.objects.get(workspace=workspace, email=Lower(Value(email)))
-    customer = customer_by_email(workspace=workspace, email=email)
+        suppression = Suppression.objects.get(workspace=workspace, email=Lower(Value(email)), is_test=test)
+    customer = customer_by_email(workspace=workspace, email=email, test=test)
     if created:
         event_emit(
             workspace_id=workspace.pk, type=SUPPRESSION_EVENTS[suppression.reason], subject_id=suppression.pk,
-            customer_id=customer.pk if customer is not None else None,
+            customer_id=customer.pk if customer is not None else None, test=test,
         )
     if customer is not None:
         # Every call, not just the first: it also stops an enrollment that raced the first one.

@@ -57,10 +57,11 @@ class CustomerOut(serializers.Serializer):
 CustomerPageOut = page_of(CustomerOut, "CustomerPage")
 
 
-def customers_out(customers: list[Customer], workspace_id: int) -> dict[int, dict]:
-    """Each contact's answer, by id: two queries for the whole page (totals, suppressions)."""
-    totals = customer_totals(customer_ids=[c.pk for c in customers])
-    suppressions = suppressions_by_email(workspace_id=workspace_id, emails=[c.email for c in customers])
+def customers_out(customers: list[Customer], workspace_id: int, *, test: bool = False) -> dict[int, dict]:
+    """Each contact's answer, by id: two queries for the whole page (totals, suppressions). `test`: the contacts
+    are test ones (a test token reads them), with their test-mode totals and suppressions."""
+    totals = customer_totals(customer_ids=[c.pk for c in customers], test=test)
+    suppressions = suppressions_by_email(workspace_id=workspace_id, emails=[c.email for c in customers], test=test)
     out = {}
     for c in customers:
         suppression = suppressions.get(c.email.lower()) if c.email else None
@@ -129,7 +130,7 @@ def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) ->
     the keyset `after` = (time, source, id); and the keyset of the last one when more follow. Each source
     reads at most `limit` + 1 rows through its index on the customer."""
     sources = [
-        (3, Refund.objects.filter(conversion__customer=customer, is_test=False), "created_at", _refund_item),
+        (3, Refund.objects.filter(conversion__customer=customer, is_test=customer.is_test), "created_at", _refund_item),
         (2, CustomerActivity.objects.filter(customer=customer), "created_at", _identity_item),
         (1, ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer), "occurred_at",
          _conversion_item),
@@ -159,7 +160,8 @@ class CustomerViewSet(viewsets.ViewSet):
         summary="List or find customers",
         description="The workspace's customers, newest first, a page at a time (pass `next` as `cursor`). "
         "`email` finds one by address in any letter case, `external_id` by your own id, `search` matches a part "
-        "of the email, name or external id. Limits: 600 requests a minute per token and per client address.",
+        "of the email, name or external id. A test token reads test contacts only, a live token live ones only. "
+        "Limits: 600 requests a minute per token and per client address.",
         tags=["customers"],
         parameters=[
             OpenApiParameter("email", str, description="The address, in any letter case."),
@@ -180,8 +182,9 @@ class CustomerViewSet(viewsets.ViewSet):
             raise Unprocessable("search is too long")
         limit, after = page_position(params)
         workspace_id = request.auth.workspace_id
-        rows = customers_page(workspace_id=workspace_id, filters=filters, after=after, limit=limit + 1)
-        answers = customers_out(rows[:limit], workspace_id)
+        test = request.auth.is_test
+        rows = customers_page(workspace_id=workspace_id, filters=filters, after=after, limit=limit + 1, test=test)
+        answers = customers_out(rows[:limit], workspace_id, test=test)
         return Response(page_out(rows, limit, lambda c: answers[c.pk], at=lambda c: c.created_at))
 
     @extend_schema(
@@ -202,7 +205,9 @@ class CustomerViewSet(viewsets.ViewSet):
     @rate_limit(*READ_LIMITS)
     def activity(self, request, pk: str) -> Response:
         limit, after = page_position(request.query_params, ranked=True)
-        customer = customer_by_reference(workspace_id=request.auth.workspace_id, reference=pk)
+        customer = customer_by_reference(
+            workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test
+        )
         if customer is None:
             raise NotFound("unknown customer")
         data, last = customer_timeline(customer, after=after, limit=limit)
@@ -223,7 +228,8 @@ class CustomerViewSet(viewsets.ViewSet):
     @rate_limit(*READ_LIMITS)
     def retrieve(self, request, pk: str) -> Response:
         workspace_id = request.auth.workspace_id
-        customer = customer_by_reference(workspace_id=workspace_id, reference=pk)
+        test = request.auth.is_test
+        customer = customer_by_reference(workspace_id=workspace_id, reference=pk, test=test)
         if customer is None:
             raise NotFound("unknown customer")
-        return Response(customers_out([customer], workspace_id)[customer.pk])
+        return Response(customers_out([customer], workspace_id, test=test)[customer.pk])

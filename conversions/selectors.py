@@ -3,6 +3,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from campaigns.models import EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from customers.models import Customer
@@ -51,6 +52,21 @@ def conversions_page(
     )
 
 
+def test_data_of(*, workspace_id: int) -> list[tuple[str, QuerySet]]:
+    """What the workspace's test tokens recorded, by kind, dependants before what they depend on (the order
+    "Delete test data" deletes in): refunds, conversions, a test contact's sends and enrollments, test
+    suppressions, test contacts (their activity goes with them)."""
+    test = {"workspace_id": workspace_id, "is_test": True}
+    return [
+        ("refunds", Refund.objects.filter(**test)),
+        ("conversions", ConversionEvent.objects.filter(**test)),
+        ("sends", EmailSend.objects.filter(workspace_id=workspace_id, enrollment__is_test=True)),
+        ("enrollments", Enrollment.objects.filter(**test)),
+        ("suppressions", Suppression.objects.filter(**test)),
+        ("customers", Customer.objects.filter(**test)),
+    ]
+
+
 def refunded_of(sale) -> Coalesce:
     """What was refunded of `sale` (an id or OuterRef), 0 when nothing (the (conversion, id) index)."""
     rows = Refund.objects.filter(conversion=sale).order_by().values("conversion").annotate(total=Sum("amount_cents"))
@@ -62,16 +78,17 @@ _TOTALS_SQL = (
     " COUNT(*) FILTER (WHERE e.event = 'lead'), COUNT(*) FILTER (WHERE e.event = 'sale'),"
     " COALESCE(SUM(e.value_cents) FILTER (WHERE e.event = 'sale'), 0),"
     f" COALESCE(SUM((SELECT SUM(r.amount_cents) FROM {Refund._meta.db_table} r WHERE r.conversion_id = e.id)), 0)"
-    f" FROM {ConversionEvent._meta.db_table} e WHERE e.customer_id = ANY(%(ids)s) AND NOT e.is_test GROUP BY 1, 2"
+    f" FROM {ConversionEvent._meta.db_table} e WHERE e.customer_id = ANY(%(ids)s) AND e.is_test = %(test)s GROUP BY 1, 2"
 )
 
 
-def customer_totals(*, customer_ids: list[int]) -> dict[int, dict]:
+def customer_totals(*, customer_ids: list[int], test: bool = False) -> dict[int, dict]:
     """Leads, sales and revenue of each customer, by id: revenue per currency (sorted), gross, refunded and net,
-    never added across currencies; test-mode events left out. One query (the (customer, -occurred_at) index)."""
+    never added across currencies; test-mode events left out, or with `test` (test contacts, read by a test
+    token) only those. One query (the (customer, -occurred_at) index)."""
     totals = {pk: {"leads": 0, "sales": 0, "revenue": []} for pk in customer_ids}
     with connection.cursor() as cursor:
-        cursor.execute(_TOTALS_SQL, {"ids": list(customer_ids)})
+        cursor.execute(_TOTALS_SQL, {"ids": list(customer_ids), "test": test})
         rows = sorted(cursor.fetchall(), key=lambda row: (row[0], row[1]))
     for customer_id, currency, leads, sales, gross, refunded in rows:
         total = totals[customer_id]

@@ -14,6 +14,7 @@ from campaigns.models import Campaign, CampaignPost
 from campaigns.services import LeadResult, campaign_enroll
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent, IdempotencyKey, Refund
+from conversions.selectors import test_data_of
 from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
@@ -74,7 +75,8 @@ def conversion_record(
     """Store a lead or sale against a click of this workspace, matching the customer when one is sent.
 
     `currency` (an ISO 4217 code, checked by the caller) is the sale's; absent, and on leads, the workspace's.
-    `test`: recorded with a test token, so kept out of every number, mail and live webhook.
+    `test`: recorded with a test token, so kept out of every number, mail and live webhook; its customer is
+    matched in the workspace's test identity space (docs/matching.md, "Test mode") and enrolled in test mode.
 
     A sale naming an `invoice_id` the workspace already has a sale for stores nothing and raises
     InvoiceRecorded with that first sale, even under concurrent repeats (the unique index decides).
@@ -94,15 +96,12 @@ def conversion_record(
         # campaign enrollment, and never fills a name by itself (docs/matching.md, "The pixel").
         customer = dict(customer)
         held_name = name_to_hold(customer.pop("name", "") or "")
-    if test:
-        # Contacts are live data: a test-mode event matches, creates and enrolls nobody, so it never touches a
-        # live contact and never mails anyone (docs/api.md, "Test mode").
-        customer = None
     if customer is not None:
         match = customer_match(
             workspace=workspace,
             channel=channel,
             may_move_external_id=channel != "pixel",
+            test=test,
             **customer,
         )
     matched = match.customer if match is not None else None
@@ -326,8 +325,7 @@ def idempotency_keys_purge(*, now: datetime | None = None) -> int:
 
 @transaction.atomic
 def workspace_test_data_delete(*, workspace: Workspace) -> dict[str, int]:
-    """Delete what the workspace's test tokens recorded: its test-mode conversions and their refunds. None of it
-    was ever counted in the numbers, so no total changes. Returns how many of each went."""
-    refunds, _ = Refund.objects.filter(workspace=workspace, is_test=True).delete()
-    conversions, _ = ConversionEvent.objects.filter(workspace=workspace, is_test=True).delete()
-    return {"conversions": conversions, "refunds": refunds}
+    """Delete what the workspace's test tokens recorded: its test-mode conversions and their refunds, its test
+    contacts with their enrollments, sends and activity, and its test suppressions; dependants first, in one
+    transaction. None of it was ever counted in the numbers, so no total changes. Returns how many of each went."""
+    return {name: rows.delete()[1].get(rows.model._meta.label, 0) for name, rows in test_data_of(workspace_id=workspace.pk)}

@@ -20,6 +20,10 @@ class Customer(models.Model):
     avatar_url = models.CharField(max_length=2048, blank=True, default="")
     external_id = models.CharField(max_length=255, blank=True, default="")
     source = models.CharField(max_length=10, choices=Channel.choices)
+    # Created by a test token (lf_test_...): a person of the workspace's test identity space, which the unique
+    # indexes keep apart from the live one, so test traffic never merges into, moves the external_id of, or
+    # suppresses a live contact (docs/matching.md, "Test mode").
+    is_test = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -27,13 +31,15 @@ class Customer(models.Model):
         verbose_name = "contact"
         constraints = [
             # The matching service's INSERT ... ON CONFLICT names this index's expression and predicate.
+            # One person per address and per external_id in each mode (live, test).
             models.UniqueConstraint(
-                Lower("email"), "workspace", condition=~Q(email=""), name="customers_customer_one_per_email"
+                Lower("email"), "workspace", "is_test", condition=~Q(email=""),
+                name="customers_customer_one_per_email_and_mode",
             ),
             models.UniqueConstraint(
-                fields=["workspace", "external_id"],
+                fields=["workspace", "external_id", "is_test"],
                 condition=~Q(external_id=""),
-                name="customers_customer_one_holder_per_external_id",
+                name="customers_customer_one_holder_per_external_id_and_mode",
             ),
             models.CheckConstraint(
                 condition=Q(source__in=["api", "pixel", "manual"]), name="customers_customer_source_valid"

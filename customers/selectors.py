@@ -7,15 +7,14 @@ from lftrack.db import after_keyset
 from workspaces.models import Workspace
 
 
-def customer_by_email(*, workspace: Workspace, email: str) -> Customer | None:
-    """The workspace's contact with this address in any letter case (identity is lower(email), docs/matching.md).
-
-    Served by the unique (lower(email), workspace) index."""
+def customer_by_email(*, workspace: Workspace, email: str, test: bool = False) -> Customer | None:
+    """The workspace's contact with this address in any letter case (identity is lower(email), docs/matching.md),
+    live or, with `test`, of the test identity space. Served by the unique (lower(email), workspace, is_test) index."""
     if not email:
         return None
     return (
         Customer.objects.alias(email_lower=Lower("email"))
-        .filter(workspace=workspace, email_lower=Lower(Value(email)))
+        .filter(workspace=workspace, is_test=test, email_lower=Lower(Value(email)))
         .exclude(email="")
         .first()
     )
@@ -30,11 +29,14 @@ def customer_activity(*, customer: Customer) -> QuerySet:
     )
 
 
-def customers_page(*, workspace_id: int, filters: dict, after: tuple | None, limit: int) -> list[Customer]:
+def customers_page(
+    *, workspace_id: int, filters: dict, after: tuple | None, limit: int, test: bool = False
+) -> list[Customer]:
     """GET /api/v1/customers: the workspace's contacts newest first (created_at, then id), `limit` of them
     after the keyset `after` = (created_at, id). `filters`: email (any letter case, the unique index),
-    external_id (exact), search (a substring of email, name or external id, the trigram indexes)."""
-    contacts = Customer.objects.filter(workspace_id=workspace_id)
+    external_id (exact), search (a substring of email, name or external id, the trigram indexes). Live contacts,
+    or with `test` those of test tokens only."""
+    contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test)
     if filters.get("email"):
         contacts = contacts.alias(email_lower=Lower("email")).filter(email_lower=Lower(Value(filters["email"])))
     if filters.get("external_id"):
@@ -47,11 +49,11 @@ def customers_page(*, workspace_id: int, filters: dict, after: tuple | None, lim
     return list(contacts.order_by("-created_at", "-pk")[:limit])
 
 
-def customer_by_reference(*, workspace_id: int, reference: str) -> Customer | None:
-    """`12` (our id) or `ext_<external_id>` (the integrator's own id), in this workspace only."""
+def customer_by_reference(*, workspace_id: int, reference: str, test: bool = False) -> Customer | None:
+    """`12` (our id) or `ext_<external_id>` (the integrator's own id), in this workspace and mode only."""
+    contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test)
     if reference.startswith("ext_"):
-        external_id = reference.removeprefix("ext_")
-        return Customer.objects.filter(workspace_id=workspace_id, external_id=external_id).exclude(external_id="").first()
+        return contacts.filter(external_id=reference.removeprefix("ext_")).exclude(external_id="").first()
     if not (reference.isascii() and reference.isdigit() and len(reference) <= 19) or int(reference) > 2**63 - 1:
         return None
-    return Customer.objects.filter(workspace_id=workspace_id, pk=int(reference)).first()
+    return contacts.filter(pk=int(reference)).first()

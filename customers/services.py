@@ -18,24 +18,24 @@ MAX_ROUNDS = 5
 _CUSTOMER = Customer._meta.db_table
 _ACTIVITY = CustomerActivity._meta.db_table
 # What a match reads, in the model's field order (Model.from_db); the timestamps stay deferred.
-_FIELDS = ("id", "workspace_id", "email", "name", "avatar_url", "external_id", "source")
+_FIELDS = ("id", "workspace_id", "email", "name", "avatar_url", "external_id", "source", "is_test")
 _COLUMNS = ", ".join(_FIELDS)
 
 # The email's owner and the external_id's holder. Each branch repeats its unique index's predicate
 # (email <> '', external_id <> ''), so the planner uses both partial indexes (a BitmapOr) whatever
-# the parameters. No ORDER BY/LIMIT: each index yields at most one row, and "ORDER BY id LIMIT 1"
+# the parameters; the mode (live or test) is the indexes' last column. No ORDER BY/LIMIT: each index yields at most one row, and "ORDER BY id LIMIT 1"
 # (what .first() adds) makes PostgreSQL walk the primary key instead: a scan of the whole table for
 # every new email.
 _CANDIDATES_WHERE = (
-    "workspace_id = %s AND ((lower(email) = lower(%s) AND email <> '') OR (external_id = %s AND external_id <> ''))"
+    "workspace_id = %s AND is_test = %s AND ((lower(email) = lower(%s) AND email <> '') OR (external_id = %s AND external_id <> ''))"
 )
 _CANDIDATES_SQL = (
     f"SELECT {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER} WHERE {_CANDIDATES_WHERE}"
 )
 # No conflict target: a clash on either unique index (lower(email), external_id) skips the insert.
 _INSERT_SQL = (
-    f"INSERT INTO {_CUSTOMER} (workspace_id, email, name, avatar_url, external_id, source, created_at, updated_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
+    f"INSERT INTO {_CUSTOMER} (workspace_id, email, name, avatar_url, external_id, source, is_test, created_at,"
+    " updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
 )
 # The customer and its "created" activity in one statement, nothing logged when the insert was skipped.
 _INSERT_AND_LOG = (
@@ -51,7 +51,7 @@ _INSERTED_SQL = _INSERT_AND_LOG + " SELECT id FROM created"
 # reads the winner's row.
 _INSERT_OR_CANDIDATES_SQL = (
     _INSERT_AND_LOG
-    + " SELECT TRUE, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM created"
+    + " SELECT TRUE, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM created"
     + f" UNION ALL SELECT FALSE, {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER}"
     + f" WHERE NOT EXISTS (SELECT 1 FROM created) AND {_CANDIDATES_WHERE}"
 )
@@ -74,6 +74,7 @@ def customer_match(
     avatar_url: str = "",
     overwrite_name: bool = False,
     may_move_external_id: bool = True,
+    test: bool = False,
 ) -> Match:
     """Find or create the workspace's one customer for this person (docs/matching.md).
 
@@ -82,12 +83,15 @@ def customer_match(
     leads pass `overwrite_name`. The public pixel passes `may_move_external_id=False`: it matches
     by email alone, never takes an external_id from anyone and never replaces one; it only attaches
     an external_id nobody holds to a customer who has none.
+
+    `test` (a test token's request) matches and creates in the workspace's test identity space only: a test
+    contact never merges into, takes the external_id of, or stands for a live one (docs/matching.md).
     """
     if not email and not external_id:
         raise Unprocessable("customer needs email or external_id")
     request = _Request(
         workspace, channel, email or "", external_id or "", name or "", avatar_url or "", overwrite_name,
-        may_move_external_id,
+        may_move_external_id, test,
     )
     # Joins the caller's transaction without a savepoint of its own: every partial state a lost
     # race leaves behind is valid (a customer created, an id not yet moved), and the next round
@@ -110,6 +114,7 @@ class _Request:
     avatar_url: str
     overwrite_name: bool
     may_move: bool
+    test: bool
     moved_from: Customer | None = None
 
     def attempt(self, first: bool) -> Match | None:
@@ -166,7 +171,7 @@ class _Request:
             return self._pick(cursor.fetchall())
 
     def _candidate_params(self) -> list:
-        return [self.email, self.workspace.pk, self.email, self.external_id]
+        return [self.email, self.workspace.pk, self.test, self.email, self.external_id]
 
     def _pick(self, rows) -> tuple[Customer | None, Customer | None]:
         owner = holder = None
@@ -197,15 +202,18 @@ class _Request:
         stamp = connection.ops.adapt_datetimefield_value(now)
         detail = CustomerActivity._meta.get_field("detail").get_db_prep_value({}, connection)
         return [
-            self.workspace.pk, self.email, self.name, self.avatar_url, external_id, self.channel, stamp, stamp,
+            self.workspace.pk, self.email, self.name, self.avatar_url, external_id, self.channel, self.test, stamp,
+            stamp,
             self.workspace.pk, Kind.CREATED.value, self.channel, external_id, detail, stamp,
         ]
 
     def _created(self, pk: int, external_id: str, now) -> Customer:
-        event_emit(workspace_id=self.workspace.pk, type="customer.created", subject_id=pk, customer_id=pk)
+        event_emit(
+            workspace_id=self.workspace.pk, type="customer.created", subject_id=pk, customer_id=pk, test=self.test
+        )
         customer = Customer(
             pk=pk, workspace=self.workspace, email=self.email, name=self.name, avatar_url=self.avatar_url,
-            external_id=external_id, source=self.channel, created_at=now, updated_at=now,
+            external_id=external_id, source=self.channel, is_test=self.test, created_at=now, updated_at=now,
         )
         customer._state.adding = False
         customer._state.db = connection.alias
@@ -245,9 +253,11 @@ class _Request:
                 with connection.cursor() as cursor:
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                        [f"customers.external_id:{self.workspace.pk}:{self.external_id}"],
+                        [f"customers.external_id:{self.workspace.pk}:{self.test:d}:{self.external_id}"],
                     )
-                holders = Customer.objects.filter(workspace=self.workspace, external_id=self.external_id)[:1]
+                holders = Customer.objects.filter(
+                    workspace=self.workspace, is_test=self.test, external_id=self.external_id
+                )[:1]
                 current = next(iter(holders), None)
                 if current is not None and current.pk == customer.pk:
                     return 0  # a concurrent request of this person did it; re-read
@@ -274,6 +284,7 @@ class _Request:
             event_emit(
                 workspace_id=self.workspace.pk, type="customer.external_id_moved", subject_id=customer.pk,
                 customer_id=customer.pk, detail={"external_id": self.external_id, "from_customer_id": source.pk},
+                test=self.test,
             )
         self._log(
             customer,

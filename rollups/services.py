@@ -87,13 +87,14 @@ _ADD_SQL[Click].append(
     f" ON CONFLICT (link_id, day, kind, value) DO UPDATE SET clicks = {DailyClickKinds._meta.db_table}.clicks + excluded.clicks"
 )
 
-# Counted from the source tables, for --rebuild: the same numbers the triggers log changes of.
+# Counted from the source tables, for --rebuild: the same numbers the triggers log changes of (test mode's
+# enrollments and suppressions left out; a test send is neither sent nor complained of).
 _RECOUNT_SQL = f"""
 WITH e AS (
     SELECT campaign_id, SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END) AS active,
         SUM(CASE WHEN state = 'stopped' THEN 1 ELSE 0 END) AS stopped,
         SUM(CASE WHEN state = 'completed' THEN 1 ELSE 0 END) AS completed
-    FROM {Enrollment._meta.db_table} GROUP BY campaign_id
+    FROM {Enrollment._meta.db_table} WHERE NOT is_test GROUP BY campaign_id
 ), m AS (
     SELECT campaign_id, SUM(CASE WHEN status = 'sent' THEN 1 ELSE 0 END) AS sends, COUNT(complained_at) AS complaints
     FROM {EmailSend._meta.db_table} GROUP BY campaign_id
@@ -101,7 +102,8 @@ WITH e AS (
     SELECT en.campaign_id, COUNT(*) AS unsubscribes FROM {Enrollment._meta.db_table} en
     JOIN {Customer._meta.db_table} cu ON cu.id = en.customer_id
     JOIN {Suppression._meta.db_table} su ON su.workspace_id = en.workspace_id AND su.email = LOWER(cu.email)
-        AND su.reason = 'unsubscribed'
+        AND su.reason = 'unsubscribed' AND NOT su.is_test
+    WHERE NOT en.is_test
     GROUP BY en.campaign_id
 )
 INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {', '.join(_NUMBERS)})

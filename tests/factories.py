@@ -170,6 +170,7 @@ class EnrollmentFactory(factory.django.DjangoModelFactory):
     workspace = factory.SelfAttribute("campaign.workspace")
     customer = factory.SubFactory(CustomerFactory, workspace=factory.SelfAttribute("..workspace"))
     enrolled_at = factory.LazyFunction(timezone.now)
+    is_test = factory.SelfAttribute("customer.is_test")  # as campaign_enroll copies it
 
 
 class CampaignLeadFactory(factory.django.DjangoModelFactory):

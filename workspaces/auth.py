@@ -29,16 +29,14 @@ class BearerTokenAuthentication(BaseAuthentication):
 
 
 class HasWorkspaceToken(BasePermission):
-    """A workspace's token, allowed the scope the view names for its action in `required_scopes`, and live unless
-    the view takes test tokens (not `live_only`); 403 `forbidden` otherwise."""
+    """A workspace's token, allowed the scope the view names for its action in `required_scopes`; 403 `forbidden`
+    otherwise. A test token's requests are the views' business: each keeps test data apart (docs/api.md)."""
 
     def has_permission(self, request, view) -> bool:
         if not isinstance(request.auth, ApiToken):
             return False
         scope = getattr(view, "required_scopes", {}).get(getattr(view, "action", None))
         if scope is not None and not request.auth.allows(scope):
-            raise PermissionDenied()
-        if request.auth.is_test and getattr(view, "live_only", False):  # it would enroll, mail or suppress people
             raise PermissionDenied()
         return True
 

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from conversions.models import ConversionEvent
-from tests.factories import ConversionEventFactory, RefundFactory
+from tests.factories import ConversionEventFactory, EmailSendFactory, EnrollmentFactory, RefundFactory
 from workspaces.models import ApiToken
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +47,22 @@ def test_conversions_list_live_data_and_test_data_only_when_asked(as_bob, acme, 
     assert [row.pk for row in asked.context["cl"].result_list] == [test.pk]  # globex's stays invisible
 
 
+def test_contacts_recipients_and_sends_list_live_rows_and_test_rows_only_when_asked(as_bob, acme, globex):
+    live = EnrollmentFactory(campaign__workspace=acme, customer__email="ada@example.com")
+    test = EnrollmentFactory(campaign=live.campaign, customer__email="ada@example.com", customer__is_test=True)
+    EnrollmentFactory(campaign__workspace=globex, customer__is_test=True)
+    EmailSendFactory(enrollment=live)
+    EmailSendFactory(enrollment=test, status="test")
+    for name, live_row, test_row in [("customers_customer", live.customer, test.customer),
+                                     ("campaigns_enrollment", live, test)]:
+        url = reverse(f"admin:{name}_changelist")
+        assert [row.pk for row in as_bob.get(url).context["cl"].result_list] == [live_row.pk]
+        assert [row.pk for row in as_bob.get(url, {"mode": "test"}).context["cl"].result_list] == [test_row.pk]
+    sends = reverse("admin:campaigns_emailsend_changelist")
+    assert [row.status for row in as_bob.get(sends).context["cl"].result_list] == ["sent"]
+    assert [row.status for row in as_bob.get(sends, {"mode": "test"}).context["cl"].result_list] == ["test"]
+
+
 def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_bob, acme, globex):
     live = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=5000)
     RefundFactory(conversion=ConversionEventFactory(click__link__post__workspace=acme, event="sale", is_test=True,
@@ -56,11 +72,12 @@ def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_
     settings_page = as_alice.get(reverse("admin:workspaces_workspace_change", args=[acme.pk])).content.decode()
     assert url in settings_page
     confirm = as_alice.get(url)
-    assert "1 test conversion(s) and\n1 test refund(s)" in confirm.content.decode()
+    assert "1 test conversion(s), 1 test refund(s), 0 test send(s)" in confirm.content.decode()
     assert as_bob.post(url, {"confirm": "yes"}).status_code in (302, 403)  # an editor: refused or sent away
     assert ConversionEvent.objects.filter(workspace=acme, is_test=True).exists()
     done = as_alice.post(url, {"confirm": "yes"}, follow=True)
-    assert "Deleted 1 test conversion(s) and 1 test refund(s)." in done.content.decode()
+    assert "Deleted 1 test conversion(s), 1 test refund(s), 0 test send(s), 0 test enrollment(s), 0 test " \
+        "suppression(s), 0 test contact(s)." in done.content.decode()
     assert list(ConversionEvent.objects.values_list("pk", flat=True).order_by("pk")) == [live.pk, theirs.pk]
     assert as_alice.post(reverse("admin:workspaces_workspace_delete_test_data", args=[globex.pk]),
                          {"confirm": "yes"}).status_code == 302

@@ -1,17 +1,21 @@
 """Test tokens (lf_test_...): what they record is flagged as test, left out of every number, read back only by test
-tokens, refunded only by them, and deleted in one go; live tokens never see it."""
+tokens, refunded only by them, and deleted in one go; live tokens never see it. Their contacts are test contacts,
+apart from the live ones (tests/campaigns/test_test_mode.py: enrollment, sending, email events)."""
 import json
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 
+from campaigns.models import CampaignLead, EmailSend, Enrollment
+from campaigns.sending import run_pass
 from conversions.models import ConversionEvent, Refund
+from customers.models import Customer
 from conversions.services import workspace_test_data_delete
 from rollups.selectors import daily_numbers, money_of
 from rollups.services import numbers_roll_up
 from tests.conftest import assert_api_error
-from tests.factories import ClickFactory
+from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory, PostFactory
 from workspaces.models import ApiToken
 from workspaces.services import api_token_authenticate, api_token_create
 
@@ -71,36 +75,52 @@ def test_deleting_test_data_leaves_live_data_alone(api, acme, globex, acme_token
     api.post(f"{URL}/{test_id}/refunds", {}, token=test_token)
     their_test = api_token_create(workspace=globex, name="t", test=True).secret
     api.post(URL, {**sale, "click_id": ClickFactory(link__post__workspace=globex).click_id}, token=their_test)
-    assert workspace_test_data_delete(workspace=acme) == {"conversions": 1, "refunds": 1}
+    assert workspace_test_data_delete(workspace=acme) == {
+        "refunds": 1, "conversions": 1, "sends": 0, "enrollments": 0, "suppressions": 0, "customers": 0}
     assert list(ConversionEvent.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live_id]
     assert ConversionEvent.objects.filter(workspace=globex, is_test=True).count() == 1
 
 
-def test_a_test_conversion_matches_enrolls_and_mails_nobody(api, acme, test_token, mailoutbox):
-    from campaigns.models import Enrollment
-    from campaigns.sending import run_pass
-    from customers.models import Customer
-    from tests.factories import CampaignEmailFactory, CampaignFactory, PostFactory
-
+def test_a_test_conversion_on_a_campaign_post_enrolls_a_test_contact_and_mails_nobody(api, acme, test_token, mailoutbox):
     campaign = CampaignFactory(workspace=acme)
     CampaignEmailFactory(campaign=campaign, delay_minutes=0)
     click = ClickFactory(link__post=PostFactory(workspace=acme, campaign=campaign))
     body = {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com", "external_id": "u1"}}
     resp = api.post(URL, body, token=test_token)
-    assert resp.status_code == 201 and resp.json()["customer"] is None
-    assert not Customer.objects.exists() and not Enrollment.objects.exists()
-    run_pass()
+    assert resp.status_code == 201
+    ada = Customer.objects.get()
+    assert resp.json()["customer"] == {"id": ada.pk, "external_id": "u1"}  # shown as a live one is
+    assert ada.is_test and Enrollment.objects.get().customer == ada and Enrollment.objects.get().is_test
+    assert not CampaignLead.objects.exists()  # counted in no campaign number
+    assert run_pass().test == 1
     assert mailoutbox == []
+    assert list(EmailSend.objects.values_list("status", "to_email")) == [("test", "ada@example.com")]
+    assert Enrollment.objects.get().state == "completed"
 
 
-def test_campaign_leads_and_email_events_need_a_live_token(api, acme, test_token):
-    from tests.factories import CampaignFactory
-
-    CampaignFactory(workspace=acme, slug="spring")
-    assert_api_error(api.post("/api/v1/campaigns/spring/leads", {"email": "ada@example.com"}, token=test_token),
-                     403, "forbidden")
-    assert_api_error(api.post("/api/v1/email-events", {"type": "bounce", "email": "ada@example.com"}, token=test_token),
-                     403, "forbidden")
+def test_a_test_conversion_never_touches_the_live_contact_of_its_email(api, acme, acme_token, test_token):
+    click = ClickFactory(link__post__workspace=acme)
+    live = {"event": "lead", "click_id": click.click_id,
+            "customer": {"email": "ada@example.com", "external_id": "u1", "name": "Ada"}}
+    live_ada = api.post(URL, live, token=acme_token).json()["customer"]
+    tried = {"event": "sale", "click_id": click.click_id, "value_cents": 100,
+             "customer": {"email": "ADA@example.com", "external_id": "u2", "name": "Test Ada"}}
+    test_ada = api.post(URL, tried, token=test_token).json()["customer"]
+    assert test_ada["id"] != live_ada["id"] and test_ada["external_id"] == "u2"
+    assert Customer.objects.get(pk=test_ada["id"]).email == "ADA@example.com"
+    # The live contact keeps its id, name and external_id; it was not moved, merged or filled.
+    assert api.get(f"/api/v1/customers/{live_ada['id']}", token=acme_token).json()["external_id"] == "u1"
+    # Taking a live contact's external_id in test mode moves nothing either.
+    taking = {**tried, "customer": {"email": "eve@example.com", "external_id": "u1"}}
+    assert api.post(URL, taking, token=test_token).status_code == 201
+    assert Customer.objects.get(pk=live_ada["id"]).external_id == "u1"
+    assert [c["id"] for c in api.get("/api/v1/customers", token=acme_token).json()["data"]] == [live_ada["id"]]
+    assert api.get(f"/api/v1/customers/{live_ada['id']}", token=test_token).status_code == 404
+    assert api.get(f"/api/v1/customers/{test_ada['id']}/activity", token=acme_token).status_code == 404
+    read = api.get(f"/api/v1/customers/{test_ada['id']}", token=test_token).json()
+    assert read["totals"]["sales"] == 1  # its own test-mode events, read back in test mode
+    assert api.get(f"/api/v1/customers/{live_ada['id']}", token=acme_token).json()["totals"] == {
+        "leads": 1, "sales": 0, "revenue": []}
 
 
 def test_invoice_and_refund_ids_are_per_mode(api, acme, acme_token, test_token):
