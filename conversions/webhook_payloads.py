@@ -21,19 +21,21 @@ def conversion_object(event) -> dict | None:
     return None if conversion is None else conversion_read_out(conversion)
 
 
-def _customers(workspace_id: int, *ids: int | None) -> dict[int, dict]:
-    found = list(Customer.objects.filter(workspace_id=workspace_id, pk__in=[pk for pk in ids if pk]))
-    return customers_out(found, workspace_id) if found else {}
+def _customers(event, *ids: int | None) -> dict[int, dict]:
+    """The customers as the read API shows them to a token of the event's mode (a test event's are test ones)."""
+    found = list(Customer.objects.filter(workspace_id=event.workspace_id, is_test=event.test,
+                                         pk__in=[pk for pk in ids if pk]))
+    return customers_out(found, event.workspace_id, test=event.test) if found else {}
 
 
 def customer_object(event) -> dict | None:
-    return _customers(event.workspace_id, event.subject_id).get(event.subject_id)
+    return _customers(event, event.subject_id).get(event.subject_id)
 
 
 def external_id_move_object(event) -> dict | None:
     """Who the external id moved from and to, each as the read API shows them now."""
     source = event.detail.get("from_customer_id")
-    customers = _customers(event.workspace_id, event.subject_id, source)
+    customers = _customers(event, event.subject_id, source)
     return {
         "external_id": event.detail.get("external_id"),
         "from_customer": customers.get(source),
@@ -49,5 +51,5 @@ def suppression_object(event) -> dict | None:
         "email": suppression.email,
         "reason": suppression.reason,
         "since": iso_utc(suppression.created_at),
-        "customer": _customers(event.workspace_id, event.customer_id).get(event.customer_id),
+        "customer": _customers(event, event.customer_id).get(event.customer_id),
     }

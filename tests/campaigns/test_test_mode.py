@@ -16,6 +16,7 @@ from tests.campaigns.test_sending import sequence
 from tests.conftest import run_in_threads
 from tests.factories import EndpointFactory
 from webhooks.models import Event
+from webhooks.outbox import events_dispatch
 from workspaces.services import api_token_create
 
 pytestmark = pytest.mark.django_db
@@ -120,6 +121,9 @@ def test_test_mode_changes_reach_test_endpoints_only(api, acme, test_token, cloc
     EndpointFactory(workspace=acme, test=True)
     api.post(LEADS, {"email": "bea@example.com"}, token=test_token)
     assert set(Event.objects.values_list("type", "test")) == {("customer.created", True), ("enrollment.created", True)}
+    events_dispatch(event_ids=list(Event.objects.values_list("pk", flat=True)))
+    created = Event.objects.get(type="customer.created")
+    assert created.data["email"] == "bea@example.com" and created.deliveries.get().endpoint.test
     assert live.deliveries.count() == 0
 
 
