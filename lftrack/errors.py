@@ -10,6 +10,8 @@ from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from lftrack.batching import Abandoned
+
 logger = logging.getLogger("lftrack.errors")
 
 
@@ -71,8 +73,9 @@ UNAVAILABLE_RETRY_AFTER = "5"
 
 def database_unavailable(exc: BaseException | None) -> bool:
     """PostgreSQL could not be reached or did not answer in time: a refused or cut connection, a
-    statement_timeout, a lock_timeout. The request changed nothing (its transaction never committed)."""
-    return isinstance(exc, (OperationalError, InterfaceError))
+    statement_timeout, a lock_timeout, a write abandoned behind a batch that did not return within the
+    redirect's deadline (lftrack/batching.py). The request changed nothing (its transaction never committed)."""
+    return isinstance(exc, (OperationalError, InterfaceError, Abandoned))
 
 
 def log_unavailable(request: HttpRequest | None, exc: BaseException) -> None:

@@ -187,3 +187,38 @@ def test_concurrent_clicks_each_get_a_stored_click_id():
     ids = [parse_qs(urlsplit(resp["Location"]).query)["lf_cid"][0] for resp in answers]
     assert [resp.status_code for resp in answers] == [302] * 12 and len(set(ids)) == 12
     assert sorted(Click.objects.filter(link=link).values_list("click_id", flat=True)) == sorted(ids)
+
+
+def test_a_click_stuck_behind_a_batch_past_the_deadline_still_redirects_or_answers_503(settings, monkeypatch):
+    """A visit waiting for a batch that PostgreSQL does not return within REDIRECT_DEADLINE: a link this process
+    served lately still redirects (no click id), any other is a 503 with Retry-After, never a 500."""
+    import threading
+
+    from clicks import services
+    from lftrack.batching import Batcher
+
+    client = Client(raise_request_exception=False)  # what a visitor gets, not the exception
+    served, unseen = LinkFactory(destination="https://shop.example.com/a"), LinkFactory()
+    assert client.get(f"/l/{served.key}").status_code == 302
+    stuck, entered = threading.Event(), threading.Event()
+
+    def slow_write(visits):
+        entered.set()
+        stuck.wait(10)
+        return [None] * len(visits)
+
+    monkeypatch.setattr(services, "_visits", Batcher(slow_write))
+    leader = threading.Thread(target=services._visits.submit, args=("a visit of another request",))
+    leader.start()
+    assert entered.wait(10)
+    settings.REDIRECT_DEADLINE = 0.05
+    try:
+        kept = client.get(f"/l/{served.key}")
+        assert (kept.status_code, kept["Location"]) == (302, "https://shop.example.com/a")
+        refused = client.get(f"/l/{unseen.key}")
+        assert (refused.status_code, refused["Retry-After"]) == (503, "5")
+        assert refused.content == b"Service unavailable, try again in a moment."
+    finally:
+        stuck.set()
+        leader.join(10)
+    assert Click.objects.count() == 1
