@@ -29,11 +29,17 @@ class RetryAt(Exception):
 class DeliveryRetry(BaseRetryStrategy):
     """The engine re-runs the same job at the time the delivery chose; the job keeps its place (and its
     lock) in the queue, so the customer's later events wait behind it. Any other error (the database
-    gone, a bug) is retried a minute later, and the delivery itself is untouched by it."""
+    gone, a bug) is retried a minute later, and the delivery itself is untouched by it, for the retry
+    window at most: then the job fails, and the engine logs it with its traceback."""
 
     def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
         if isinstance(exception, RetryAt):
             return RetryDecision(retry_at=exception.at)
+        # One line per failure: the engine logs a retried job at INFO only, which production does not show.
+        logger.warning("webhook job failed", extra={"task": job.task_name, "job_id": job.id, "attempt": job.attempts + 1,
+                                                    "error": type(exception).__name__})
+        if (job.attempts + 1) * 60 >= settings.WEBHOOK_RETRY_WINDOW_HOURS * 3600:
+            return None
         return RetryDecision(retry_in={"seconds": 60})
 
 

@@ -75,3 +75,23 @@ def test_the_cli_creates_scoped_tokens(api, acme, doors):
     out = StringIO()
     call_command("token", "create", "acme", stdout=out)
     assert json.loads(out.getvalue())["scopes"] == ["conversions:write", "leads:write", "email_events:write", "read", "webhooks"]
+
+
+def test_every_routed_action_of_a_token_view_names_its_scope():
+    """A scope is checked only where a view names one for the action: an action added without one would be
+    open to every scoped token (a `read` token deleting webhooks), so each route's actions must be listed."""
+    from django.urls import get_resolver
+
+    from workspaces.auth import HasWorkspaceToken
+
+    def routes(patterns):
+        for pattern in patterns:
+            yield from routes(pattern.url_patterns) if hasattr(pattern, "url_patterns") else [pattern.callback]
+
+    unnamed = [
+        (view.cls.__name__, action) for view in routes(get_resolver().url_patterns)
+        if HasWorkspaceToken in getattr(getattr(view, "cls", None), "permission_classes", [])
+        for action in (getattr(view, "actions", None) or {}).values()
+        if action not in getattr(view.cls, "required_scopes", {})
+    ]
+    assert unnamed == []
