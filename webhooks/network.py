@@ -117,7 +117,8 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
         conn = HTTPSConnection(address, _port(parts), timeout=TIMEOUT_SECONDS, server_hostname=parts.hostname)
     else:
         conn = HTTPConnection(address, _port(parts), timeout=TIMEOUT_SECONDS)
-    deadline = threading.Timer(TIMEOUT_SECONDS, _cut, [conn])
+    cut = threading.Event()
+    deadline = threading.Timer(TIMEOUT_SECONDS, _cut, [conn, cut])
     deadline.start()
     try:
         try:
@@ -126,8 +127,7 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
                          headers={**headers, "Host": parts.netloc}, preload_content=False)
             response = conn.getresponse()
         except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError) as exc:
-            timed_out = not deadline.is_alive()
-            return Answer(status=None, duration_ms=_ms(started), error="timeout" if timed_out else _describe(exc))
+            return Answer(status=None, duration_ms=_ms(started), error="timeout" if cut.is_set() else _describe(exc))
         excerpt = _read(response).decode("utf-8", "replace")[:EXCERPT]
         return Answer(status=response.status, duration_ms=_ms(started), excerpt=excerpt)
     finally:
@@ -135,7 +135,8 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
         conn.close()
 
 
-def _cut(conn: HTTPConnection) -> None:
+def _cut(conn: HTTPConnection, cut: threading.Event) -> None:
+    cut.set()  # before the shutdown, which the blocked thread sees at once as a closed connection
     sock = conn.sock
     if sock is not None:
         try:
