@@ -14,6 +14,7 @@ from django.utils.safestring import mark_safe
 from backoffice.scoping import (
     MEMBERS,
     OWNERS,
+    OnceForm,
     ServiceFormAdmin,
     WorkspaceChoiceForm,
     WorkspaceModelForm,
@@ -181,7 +182,7 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
         return breakdown_table(post_id=obj.pk)
 
 
-class LinkCreateForm(WorkspaceChoiceForm):
+class LinkCreateForm(OnceForm, WorkspaceChoiceForm):
     destination = forms.URLField(max_length=2048, assume_scheme="https",
                                  help_text="Where visitors land; the click id is added as lf_cid.")
     post_title = forms.CharField(

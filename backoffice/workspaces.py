@@ -206,7 +206,7 @@ class MembershipAdmin(WorkspaceScopedAdmin):
         membership_remove(membership=obj)
 
 
-class InvitationForm(WorkspaceChoiceForm):
+class InvitationForm(OnceForm, WorkspaceChoiceForm):
     email = forms.EmailField(max_length=254)
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EDITOR)
 

@@ -75,6 +75,11 @@ class ApiClient(Client):
         return super().get(path, data, **extra)
 
 
+def form_of(client, page: str, **data) -> dict:
+    """What a browser posts from the back-office form at `page`: its one-time nonce (create forms act once) and `data`."""
+    return {"nonce": re.search(r'name="nonce" value="([^"]+)"', client.get(page).content.decode()).group(1), **data}
+
+
 def assert_api_error(response, status: int, message: str) -> None:
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")

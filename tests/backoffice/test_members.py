@@ -4,6 +4,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
+from tests.conftest import form_of
 from workspaces.models import Invitation, Membership
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +47,7 @@ def test_members_of_another_workspace_are_out_of_reach(as_alice, acme, charlie, 
     as_alice.post(reverse("admin:workspaces_membership_delete", args=[theirs.pk]), {"post": "yes"})
     assert membership(charlie, globex).role == "owner"
     assert "charlie" not in as_alice.get(LIST).content.decode()
-    response = as_alice.post(INVITE, {"workspace": globex.pk, "email": "mallory@example.com", "role": "owner"})
+    response = as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=globex.pk, email="mallory@example.com", role="owner"))
     assert response.status_code == 200  # the form again: globex is not a choice
     assert not Invitation.objects.exists()
 
@@ -67,8 +68,8 @@ def test_members_join_by_invitation_only(as_alice, acme):
 
 def test_the_invitation_form_answers_the_same_whether_an_account_exists(as_alice, acme, charlie, mailoutbox, commits):
     with commits(execute=True):
-        known = as_alice.post(INVITE, {"workspace": acme.pk, "email": charlie.email, "role": "editor"}, follow=True)
-        unknown = as_alice.post(INVITE, {"workspace": acme.pk, "email": "nobody@example.com", "role": "editor"}, follow=True)
+        known = as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email=charlie.email, role="editor"), follow=True)
+        unknown = as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email="nobody@example.com", role="editor"), follow=True)
     for response, email in ((known, charlie.email), (unknown, "nobody@example.com")):
         assert f"Invitation sent to {email}." in response.content.decode()
     assert [message.to for message in mailoutbox] == [[charlie.email], ["nobody@example.com"]]
@@ -77,7 +78,7 @@ def test_the_invitation_form_answers_the_same_whether_an_account_exists(as_alice
 
 def test_an_invitee_with_an_account_accepts_and_joins_with_the_role(as_alice, acme, charlie, mailoutbox, client, commits):
     with commits(execute=True):
-        as_alice.post(INVITE, {"workspace": acme.pk, "email": charlie.email, "role": "owner"})
+        as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email=charlie.email, role="owner"))
     link = next(line for line in mailoutbox[0].body.splitlines() if "/invite/" in line)
     path = link.split("://", 1)[1].split("/", 1)[1]
     client.force_login(charlie)
@@ -91,7 +92,7 @@ def test_a_cancelled_or_expired_invitation_is_refused(as_alice, acme, mailoutbox
     from django.utils import timezone
 
     with commits(execute=True):
-        as_alice.post(INVITE, {"workspace": acme.pk, "email": "erin@example.com", "role": "editor"})
+        as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email="erin@example.com", role="editor"))
     path = "/" + next(line for line in mailoutbox[0].body.splitlines() if "/invite/" in line).split("://", 1)[1].split("/", 1)[1]
     with time_machine.travel(timezone.now() + timedelta(days=8)):
         assert client.get(path).status_code == 400
@@ -113,3 +114,11 @@ def test_an_editor_refused_a_page_gets_the_back_office_frame_and_a_way_back(as_b
     page = response.content.decode()
     assert response.status_code == 403
     assert "This page is for the workspace" in page and 'href="/admin/"' in page and 'id="site-name"' in page
+
+
+def test_an_invitation_form_sent_twice_mails_once(as_alice, acme, mailoutbox, commits):
+    data = form_of(as_alice, INVITE, workspace=acme.pk, email="erin@example.com", role="editor")
+    with commits(execute=True):
+        as_alice.post(INVITE, data)
+        as_alice.post(INVITE, data)
+    assert Invitation.objects.count() == 1 and len(mailoutbox) == 1

@@ -4,6 +4,7 @@ from django.urls import reverse
 
 from clicks.models import Link, Post
 from rollups.selectors import money_of
+from tests.conftest import form_of
 from tests.factories import CampaignFactory, ClickFactory, ConversionEventFactory, LinkFactory, PostFactory
 
 pytestmark = pytest.mark.django_db
@@ -100,8 +101,8 @@ ADD_LINK = reverse("admin:clicks_link_add")
 def test_owners_make_a_link_in_a_post_and_campaign_and_get_its_short_url(as_alice, acme, settings):
     campaign = CampaignFactory(workspace=acme, name="Spring")
     PostFactory(workspace=acme, title="Launch")
-    response = as_alice.post(ADD_LINK, {"workspace": acme.pk, "destination": "https://shop.example.com/spring?x=1",
-                                        "post_title": "Launch", "campaign": campaign.pk})
+    response = as_alice.post(ADD_LINK, form_of(as_alice, ADD_LINK, workspace=acme.pk, post_title="Launch",
+                                               destination="https://shop.example.com/spring?x=1", campaign=campaign.pk))
     link = Link.objects.get(destination="https://shop.example.com/spring?x=1")
     assert response.status_code == 302 and response["Location"] == reverse("admin:clicks_link_change", args=[link.pk])
     assert link.post.title == "Launch" and Post.objects.filter(workspace=acme, title="Launch").count() == 1
@@ -112,9 +113,10 @@ def test_owners_make_a_link_in_a_post_and_campaign_and_get_its_short_url(as_alic
 
 def test_a_link_form_refuses_bad_input_and_foreign_campaigns(as_alice, acme, globex):
     foreign = CampaignFactory(workspace=globex)
-    bad = as_alice.post(ADD_LINK, {"workspace": acme.pk, "destination": "javascript:alert(1)"})
+    bad = as_alice.post(ADD_LINK, form_of(as_alice, ADD_LINK, workspace=acme.pk, destination="javascript:alert(1)"))
     assert bad.status_code == 200 and "Enter a valid URL" in bad.content.decode()
-    as_alice.post(ADD_LINK, {"workspace": acme.pk, "destination": "https://shop.example.com/", "campaign": foreign.pk})
+    as_alice.post(ADD_LINK, form_of(as_alice, ADD_LINK, workspace=acme.pk, destination="https://shop.example.com/",
+                                    campaign=foreign.pk))
     assert not Link.objects.exists()
 
 
@@ -137,3 +139,10 @@ def test_a_links_page_gives_its_qr_code_to_see_and_to_download(as_bob, acme, set
     assert expected.getvalue().decode() in page  # the short link's own code, inline
     encoded = base64.b64encode(expected.getvalue()).decode()
     assert f'href="data:image/svg+xml;base64,{encoded}" download="link-{link.key}.svg"' in page
+
+
+def test_a_link_form_sent_twice_makes_one_link(as_alice, acme):
+    data = form_of(as_alice, ADD_LINK, workspace=acme.pk, destination="https://shop.example.com/once")
+    assert as_alice.post(ADD_LINK, data).status_code == 302
+    again = as_alice.post(ADD_LINK, data, follow=True)
+    assert again.status_code == 200 and Link.objects.filter(destination="https://shop.example.com/once").count() == 1

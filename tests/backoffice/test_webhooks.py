@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from procrastinate.contrib.django.models import ProcrastinateJob
 
+from tests.conftest import form_of
 from tests.factories import EndpointFactory
 from webhooks.models import Attempt, Delivery, Endpoint, Event
 from webhooks.outbox import event_emit
@@ -20,11 +21,6 @@ ADD = reverse("admin:webhooks_endpoint_add")
 LIST = reverse("admin:webhooks_endpoint_changelist")
 SECRET_RE = re.compile(r'id="webhook-secret" value="(whsec_[^"]+)"')
 NONCE_RE = re.compile(r'name="nonce" value="([^"]+)"')
-
-
-def form_of(client, page: str, **data) -> dict:
-    """The form's fields as the page gives them (its nonce), with `data`."""
-    return {"nonce": NONCE_RE.search(client.get(page).content.decode()).group(1), **data}
 
 
 def change(endpoint) -> str:
