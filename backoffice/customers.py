@@ -87,9 +87,9 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     ordering = ["-created_at", "-pk"]
     fieldsets = [
         ("Identity", {"fields": ["email", "name", "external_id", "avatar"]}),
-        ("How they came in", {"fields": ["source", "created_at", "updated_at", "suppression"]}),
+        ("How they came in", {"fields": ["source", "mode", "created_at", "updated_at", "suppression"]}),
     ]
-    readonly_fields = ["email", "name", "external_id", "avatar", "source", "created_at", "updated_at", "suppression"]
+    readonly_fields = ["email", "name", "external_id", "avatar", "source", "mode", "created_at", "updated_at", "suppression"]
     suppress_roles = OWNERS
     actions = ["enroll_contacts", "suppress_contacts"]
     export_name = "contacts"
@@ -102,6 +102,10 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         Column("created (UTC)", lambda c: c.created_at),
         Column("suppressed", lambda c: "yes" if c.suppressed else ""),
     ]
+
+    @admin.display(description="mode")
+    def mode(self, obj: Customer) -> str:
+        return "Test data: made by a test token, counted nowhere, never mailed" if obj.is_test else "Live"
 
     @admin.action(description="Enroll selected contacts in a campaign…", permissions=["suppress"])
     def enroll_contacts(self, request, queryset) -> HttpResponseRedirect:

@@ -161,7 +161,8 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
 def _test_data_summary(counts: dict[str, int]) -> str:
     """"1 test conversion(s), 0 test refund(s), ...": what "Delete test data" deletes or deleted, by kind."""
     words = {"conversions": "conversion(s)", "refunds": "refund(s)", "sends": "send(s)",
-             "enrollments": "enrollment(s)", "suppressions": "suppression(s)", "customers": "contact(s)"}
+             "enrollments": "enrollment(s)", "suppressions": "suppression(s)", "customers": "contact(s)",
+             "webhook events": "webhook event(s)"}
     return ", ".join(f"{counts[name]} test {word}" for name, word in words.items())
 
 

@@ -8,6 +8,7 @@ from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from customers.models import Customer
 from lftrack.db import after_keyset
+from webhooks.models import Event
 
 
 def conversions_of_customer(*, customer: Customer) -> QuerySet:
@@ -55,7 +56,8 @@ def conversions_page(
 def test_data_of(*, workspace_id: int) -> list[tuple[str, QuerySet]]:
     """What the workspace's test tokens recorded, by kind, dependants before what they depend on (the order
     "Delete test data" deletes in): refunds, conversions, a test contact's sends and enrollments, test
-    suppressions, test contacts (their activity goes with them)."""
+    suppressions, test contacts (their activity goes with them), the events sent to test endpoints (their
+    deliveries and attempts go with them)."""
     test = {"workspace_id": workspace_id, "is_test": True}
     return [
         ("refunds", Refund.objects.filter(**test)),
@@ -64,6 +66,7 @@ def test_data_of(*, workspace_id: int) -> list[tuple[str, QuerySet]]:
         ("enrollments", Enrollment.objects.filter(**test)),
         ("suppressions", Suppression.objects.filter(**test)),
         ("customers", Customer.objects.filter(**test)),
+        ("webhook events", Event.objects.filter(workspace_id=workspace_id, test=True)),
     ]
 
 

@@ -61,6 +61,9 @@ def test_contacts_recipients_and_sends_list_live_rows_and_test_rows_only_when_as
     sends = reverse("admin:campaigns_emailsend_changelist")
     assert [row.status for row in as_bob.get(sends).context["cl"].result_list] == ["sent"]
     assert [row.status for row in as_bob.get(sends, {"mode": "test"}).context["cl"].result_list] == ["test"]
+    for contact, mode in ((live.customer, "Live"), (test.customer, "Test data: made by a test token")):
+        page = as_bob.get(reverse("admin:customers_customer_change", args=[contact.pk])).content.decode()
+        assert re.search(r"Mode:</label>\s*<div class=\"readonly\">" + mode, page)
 
 
 def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_bob, acme, globex):
@@ -77,7 +80,7 @@ def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_
     assert ConversionEvent.objects.filter(workspace=acme, is_test=True).exists()
     done = as_alice.post(url, {"confirm": "yes"}, follow=True)
     assert "Deleted 1 test conversion(s), 1 test refund(s), 0 test send(s), 0 test enrollment(s), 0 test " \
-        "suppression(s), 0 test contact(s)." in done.content.decode()
+        "suppression(s), 0 test contact(s), 0 test webhook event(s)." in done.content.decode()
     assert list(ConversionEvent.objects.values_list("pk", flat=True).order_by("pk")) == [live.pk, theirs.pk]
     assert as_alice.post(reverse("admin:workspaces_workspace_delete_test_data", args=[globex.pk]),
                          {"confirm": "yes"}).status_code == 302

@@ -142,7 +142,8 @@ def test_deleting_test_data_removes_test_contacts_enrollments_and_sends_and_noth
     before = numbers(campaign)
 
     assert workspace_test_data_delete(workspace=acme) == {
-        "refunds": 0, "conversions": 0, "sends": 1, "enrollments": 2, "suppressions": 1, "customers": 2}
+        "refunds": 0, "conversions": 0, "sends": 1, "enrollments": 2, "suppressions": 1, "customers": 2,
+        "webhook events": 0}
     assert list(Customer.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live["contact"]["id"]]
     assert list(Enrollment.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live["enrollment"]["id"]]
     assert list(EmailSend.objects.filter(workspace=acme).values_list("status", flat=True)) == ["sent"]

@@ -15,7 +15,9 @@ from conversions.services import workspace_test_data_delete
 from rollups.selectors import daily_numbers, money_of
 from rollups.services import numbers_roll_up
 from tests.conftest import assert_api_error
-from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory, PostFactory
+from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory, EndpointFactory, PostFactory
+from webhooks.models import Delivery, Event
+from webhooks.outbox import events_dispatch
 from workspaces.models import ApiToken
 from workspaces.services import api_token_authenticate, api_token_create
 
@@ -76,7 +78,8 @@ def test_deleting_test_data_leaves_live_data_alone(api, acme, globex, acme_token
     their_test = api_token_create(workspace=globex, name="t", test=True).secret
     api.post(URL, {**sale, "click_id": ClickFactory(link__post__workspace=globex).click_id}, token=their_test)
     assert workspace_test_data_delete(workspace=acme) == {
-        "refunds": 1, "conversions": 1, "sends": 0, "enrollments": 0, "suppressions": 0, "customers": 0}
+        "refunds": 1, "conversions": 1, "sends": 0, "enrollments": 0, "suppressions": 0, "customers": 0,
+        "webhook events": 0}
     assert list(ConversionEvent.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live_id]
     assert ConversionEvent.objects.filter(workspace=globex, is_test=True).count() == 1
 
@@ -135,3 +138,20 @@ def test_invoice_and_refund_ids_are_per_mode(api, acme, acme_token, test_token):
     assert api.post(f"{URL}/{tried.json()['id']}/refunds", refund, token=test_token).status_code == 201
     assert api.post(f"{URL}/{live.json()['id']}/refunds", refund, token=acme_token).status_code == 201
     assert Refund.objects.count() == 2
+
+
+def test_deleting_test_data_takes_the_events_of_test_endpoints_and_their_deliveries(api, acme, acme_token, test_token):
+    EndpointFactory(workspace=acme, test=True)
+    EndpointFactory(workspace=acme)
+    click = ClickFactory(link__post__workspace=acme)
+    for token in (acme_token, test_token):
+        assert api.post(URL, {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com"}},
+                        token=token).status_code == 201
+    events_dispatch(event_ids=list(Event.objects.values_list("pk", flat=True)))  # what the worker's job does
+    assert set(Event.objects.values_list("test", flat=True)) == {False, True}
+    live = set(Event.objects.filter(test=False).values_list("pk", flat=True))
+    assert Delivery.objects.filter(event__test=True).exists()
+    deleted = workspace_test_data_delete(workspace=acme)
+    assert deleted["webhook events"] == 2 and deleted["customers"] == 1  # customer.created and lead.created
+    assert set(Event.objects.values_list("pk", flat=True)) == live
+    assert not Delivery.objects.filter(event__test=True).exists() and Delivery.objects.exists()
