@@ -3,9 +3,10 @@
 An event is written only when an enabled endpoint of the workspace (of the same mode, live or test)
 wants its type, in the same transaction as the change it reports, together with a `webhooks.dispatch`
 job on the task engine (procrastinate queues through the same connection): a change that rolls back
-leaves neither, a change that commits leaves both. The worker then dispatches the event, in one
-transaction: its object is built as the read API shows it (and kept: every attempt and replay sends
-the same body), one Delivery row per endpoint that wants it, one delivery job each. The request pays
+leaves neither, a change that commits leaves both. The worker then dispatches the workspace's events
+in batches, each in one transaction: their objects built as the read API shows them (and kept: every
+attempt and replay sends the same body), one Delivery row per endpoint that wants an event, one
+sending job per endpoint and batch. The request pays
 two statements per event, and nothing but the building of those rows happens on its thread: building
 the object and the deliveries right after the commit cost 8 ms of CPU per conversion in the request
 (docs/benchmarks.md, "Webhooks").
@@ -16,7 +17,7 @@ process that dies between the two leaves the event undispatched, and the periodi
 """
 import json
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -33,6 +34,7 @@ from webhooks.payloads import payload_build
 logger = logging.getLogger("lftrack.webhooks")
 
 DELIVER_TASK = "webhooks.deliver"
+DELIVER_BATCH_TASK = "webhooks.deliver_batch"
 DISPATCH_TASK = "webhooks.dispatch"
 QUEUE = "webhooks"
 # The sweeper leaves younger events to their dispatch job (queued with them; a backlog may delay it).
@@ -103,31 +105,51 @@ def event_emit(
 
 
 def event_queue(*, event_id: int, workspace_id: int, customer_id: int | None) -> None:
-    """Queue the event's dispatch, in the caller's transaction. One customer's dispatches run one at a
-    time in queue order (their lock), so their deliveries are queued in the order of the events."""
+    """Queue the event's dispatch, in the caller's transaction (`customer_id`: kept for the callers; the
+    order is the workspace's, which keeps each customer's)."""
     events_queue([(event_id, workspace_id, customer_id)])
 
 
 def events_queue(events: list[tuple[int, int, int | None]]) -> None:
-    """event_queue for each (event id, workspace id, customer id), in one statement (the redirect's batches)."""
+    """A dispatch job for each (event id, workspace id, customer id), in one statement (the redirect's batches).
+
+    A workspace's dispatch jobs run one at a time (their lock), and the first to run dispatches every
+    event of the workspace committed by then, in event order, and drops the waiting jobs of the events it
+    dispatched (`events_dispatch`): one job's start and finish for a burst of events, not one per event.
+    An event still uncommitted when a job looks keeps its own job, so none is left behind."""
     _jobs.batch_defer_jobs([
-        app.configure_task(
-            DISPATCH_TASK, queue=QUEUE,
-            lock=None if customer_id is None else f"webhooks:dispatch:{workspace_id}:{customer_id}",
-        ).make_new_job(event_id=event_id)
-        for event_id, workspace_id, customer_id in events
+        app.configure_task(DISPATCH_TASK, queue=QUEUE, lock=dispatch_lock(workspace_id))
+        .make_new_job(event_id=event_id, workspace_id=workspace_id)
+        for event_id, workspace_id, _ in events
     ])
 
 
-def events_dispatch(*, event_ids: list[int] | None = None, limit: int = 500) -> int:
-    """Create the deliveries of undispatched events (these, or the oldest past the grace) and queue a
-    job for each, in event order; returns how many events were dispatched. Concurrent callers take
-    disjoint events (SKIP LOCKED); an event is dispatched once."""
+def dispatch_lock(workspace_id: int) -> str:
+    return f"webhooks:dispatch:{workspace_id}"
+
+
+# The waiting (todo) dispatch jobs of events just dispatched: deleted, through the engine's own function.
+_DISPATCH_JOBS_DROP = (
+    "SELECT procrastinate_cancel_job_v1(id, false, true) FROM procrastinate_jobs"
+    " WHERE status = 'todo' AND task_name = %(task)s AND (args->>'event_id')::bigint = ANY(%(ids)s)"
+)
+
+
+def events_dispatch(*, workspace_id: int | None = None, event_ids: list[int] | None = None, limit: int = 500) -> int:
+    """Create the deliveries of undispatched events (these, the workspace's, or else the oldest past the
+    grace), queue their sending, and drop the dispatch jobs still waiting for them; returns how many
+    events were dispatched (at most `limit`). Concurrent callers take disjoint events (SKIP LOCKED); an
+    event is dispatched once.
+
+    Each endpoint gets one `webhooks.deliver_batch` job for its deliveries of the batch, locked per
+    endpoint: they are sent in event order (webhooks/delivery.py, `deliveries_send`)."""
     with transaction.atomic():
         events = Event.objects.select_for_update(skip_locked=True).filter(dispatched_at__isnull=True)
         if event_ids is not None:
             events = events.filter(pk__in=event_ids)
-        else:
+        if workspace_id is not None:
+            events = events.filter(workspace_id=workspace_id)
+        if event_ids is None and workspace_id is None:
             events = events.filter(created_at__lt=timezone.now() - SWEEP_GRACE)
         events = list(events.order_by("pk")[:limit])
         if not events:
@@ -136,7 +158,6 @@ def events_dispatch(*, event_ids: list[int] | None = None, limit: int = 500) -> 
             event.data = payload_build(event)
         Event.objects.bulk_update(events, ["data"])
         ids = [event.pk for event in events]
-        customers = {event.pk: event.customer_id for event in events}
         now = timezone.now()
         with connection.cursor() as cursor:
             cursor.execute(
@@ -145,12 +166,21 @@ def events_dispatch(*, event_ids: list[int] | None = None, limit: int = 500) -> 
                 f" JOIN {_ENDPOINT} e ON e.workspace_id = ev.workspace_id AND e.enabled AND e.test = ev.test"
                 " AND ev.type = ANY(e.event_types)"
                 " WHERE ev.id = ANY(%(ids)s) ORDER BY ev.id, e.id"
-                " ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id, event_id, endpoint_id",
+                " ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id, endpoint_id",
                 {"now": now, "ids": ids},
             )
-            rows = sorted(cursor.fetchall())  # delivery ids follow event order: the jobs are queued in it
+            rows = sorted(cursor.fetchall())  # delivery ids follow event order: they are sent in it
             cursor.execute(f"UPDATE {EVENT_TABLE} SET dispatched_at = %s WHERE id = ANY(%s)", [now, ids])
-        deliveries_queue([(delivery_id, endpoint_id, customers[event_id]) for delivery_id, event_id, endpoint_id in rows])
+            cursor.execute(_DISPATCH_JOBS_DROP, {"task": DISPATCH_TASK, "ids": ids})
+        batches: dict[int, list[int]] = {}
+        for delivery_id, endpoint_id in rows:
+            batches.setdefault(endpoint_id, []).append(delivery_id)
+        if batches:
+            _jobs.batch_defer_jobs([
+                app.configure_task(DELIVER_BATCH_TASK, queue=QUEUE, lock=f"webhooks:{endpoint_id}")
+                .make_new_job(endpoint_id=endpoint_id, delivery_ids=delivery_ids)
+                for endpoint_id, delivery_ids in batches.items()
+            ])
     return len(ids)
 
 
@@ -166,17 +196,20 @@ def events_dispatch_pending() -> int:
 
 def delivery_lock(endpoint_id: int, customer_id: int | None) -> str | None:
     """The engine runs jobs sharing a lock one at a time, in the order they were queued: one customer's
-    events reach an endpoint in the order of their transactions, a retrying one holding back the
-    later ones; events of other customers (and those of none) go in parallel."""
+    deliveries to an endpoint that left their batch (a retry, a replay, one waiting behind a retry) go in
+    order, a retrying one holding back the later ones; other customers' (and those of none) go on."""
     return None if customer_id is None else f"webhooks:{endpoint_id}:{customer_id}"
 
 
-def deliveries_queue(deliveries: list[tuple[int, int, int | None]]) -> None:
-    """One job per (delivery id, endpoint id, customer id), in one statement, in the caller's transaction."""
+def deliveries_queue(deliveries: list[tuple[int, int, int | None]], *, at: dict[int, datetime] | None = None) -> None:
+    """One job per (delivery id, endpoint id, customer id), in one statement, in the caller's transaction;
+    `at`: when to run, per delivery id (a retry), else now."""
     if not deliveries:
         return
+    at = at or {}
     jobs = [
-        app.configure_task(DELIVER_TASK, queue=QUEUE, lock=delivery_lock(endpoint_id, customer_id))
+        app.configure_task(DELIVER_TASK, queue=QUEUE, lock=delivery_lock(endpoint_id, customer_id),
+                           schedule_at=at.get(delivery_id))
         .make_new_job(delivery_id=delivery_id)
         for delivery_id, endpoint_id, customer_id in deliveries
     ]

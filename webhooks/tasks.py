@@ -10,9 +10,11 @@ from procrastinate.jobs import Job
 from procrastinate.manager import JobManager
 from procrastinate.retry import BaseRetryStrategy
 
-from webhooks.delivery import delivery_attempt
+from webhooks.delivery import deliveries_send, delivery_attempt
 from webhooks.models import Event
-from webhooks.outbox import DELIVER_TASK, DISPATCH_TASK, QUEUE, events_dispatch, events_dispatch_pending
+from webhooks.outbox import (
+    DELIVER_BATCH_TASK, DELIVER_TASK, DISPATCH_TASK, QUEUE, events_dispatch, events_dispatch_pending,
+)
 
 logger = logging.getLogger("lftrack.webhooks")
 STALLED_SECONDS = 30.0
@@ -50,10 +52,20 @@ def deliver(delivery_id: int) -> None:
         raise RetryAt(retry_at)
 
 
+@app.task(name=DELIVER_BATCH_TASK, queue=QUEUE, retry=DeliveryRetry())
+def deliver_batch(endpoint_id: int, delivery_ids: list[int]) -> None:
+    """One dispatch's deliveries to one endpoint, in order (webhooks/delivery.py, `deliveries_send`)."""
+    deliveries_send(endpoint_id=endpoint_id, delivery_ids=delivery_ids)
+
+
 @app.task(name=DISPATCH_TASK, queue=QUEUE, retry=DeliveryRetry())
-def dispatch(event_id: int) -> None:
-    """Build the event's object, one delivery per endpoint that wants it, and their jobs."""
-    events_dispatch(event_ids=[event_id])
+def dispatch(event_id: int, workspace_id: int | None = None) -> None:
+    """Dispatch every event of the workspace committed by now, this one among them, in batches: each
+    event's object, one delivery per endpoint that wants it, one sending job per endpoint and batch."""
+    if workspace_id is None:  # a job queued before dispatches went by workspace
+        workspace_id = Event.objects.filter(pk=event_id).values_list("workspace_id", flat=True).first()
+    while workspace_id is not None and events_dispatch(workspace_id=workspace_id):
+        pass
 
 
 @app.periodic(cron="* * * * *")

@@ -16,7 +16,7 @@ class Receiver:
     """Answers each POST with the next scripted status (200 once the script runs out); records what came.
 
     `received`: (webhook-id, verified body or None, headers, path) per request, in arrival order.
-    `hold`: seconds to wait before answering (a slow receiver)."""
+    `hold`: seconds to wait before answering (a slow receiver); `most_at_once`: the most requests it held at once."""
 
     def __init__(self):
         self.secret: str | None = None
@@ -24,6 +24,8 @@ class Receiver:
         self.hold = 0.0
         self.received: list[tuple[str, dict | None, dict, str]] = []
         self.lock = threading.Lock()
+        self.at_once = self.most_at_once = 0
+        self.decide = None  # a function of the verified body answering a status for it, or None for the script's
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,8 +39,13 @@ class Receiver:
                 with receiver.lock:
                     receiver.received.append((headers.get("webhook-id"), payload, headers, self.path))
                     status = receiver.script.pop(0) if receiver.script else 200
+                    status = receiver.decide(payload) or status if receiver.decide else status
+                    receiver.at_once += 1
+                    receiver.most_at_once = max(receiver.most_at_once, receiver.at_once)
                 if receiver.hold:
                     time.sleep(receiver.hold)
+                with receiver.lock:
+                    receiver.at_once -= 1
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", "http://127.0.0.1:9/elsewhere")

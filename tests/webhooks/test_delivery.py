@@ -4,6 +4,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.core import mail
+from django.db import connection
 from django.test import Client
 
 from campaigns.complaints import email_event_record
@@ -94,6 +95,59 @@ def test_a_receiver_that_fails_three_times_gets_the_event_on_the_fourth_attempt(
     log = list(Attempt.objects.order_by("number").values_list("number", "status_code", "ok"))
     assert log == [(1, 500, False), (2, 500, False), (3, 500, False), (4, 200, True)]
     assert Endpoint.objects.get().failures_in_row == 0
+
+
+def test_a_retrying_customer_holds_back_only_their_own_later_events(acme, receiver):
+    """One batch to the endpoint: Ada's first event fails and is retried; her second waits behind it, Bea's goes."""
+    hook(acme, receiver, types=["customer.created", "lead.created"])
+    failed = []  # Ada's first attempt fails
+
+    def decide(payload):
+        if payload and payload["data"].get("email") == "ada@example.com" and not failed:
+            failed.append(payload)
+            return 500
+    receiver.decide = decide
+    click = ClickFactory(workspace=acme, link__workspace=acme)
+    lead = conversion_record(workspace=acme, channel="api", event="lead", click_id=click.click_id,
+                             customer={"email": "ada@example.com"})  # customer.created, lead.created: Ada's
+    customer_match(workspace=acme, channel="api", email="bea@example.com")
+    work()
+    got = [(payload["type"], payload["data"].get("email")) for _, payload, _, _ in receiver.received]
+    assert got.index(("customer.created", "bea@example.com")) < 3  # not held back by Ada's retry
+    adas = [e.public_id for e in Event.objects.filter(customer_id=lead.customer_id).order_by("pk")]
+    assert len(adas) == 2
+    assert [wid for wid, _, _, _ in receiver.received if wid in adas] == [adas[0], adas[0], adas[1]]
+    assert Delivery.objects.filter(state="delivered").count() == Event.objects.count() == 3
+
+
+def test_a_burst_is_dispatched_and_sent_in_few_jobs(acme, receiver):
+    hook(acme, receiver, types=["customer.created"])
+    for n in range(30):
+        customer_match(workspace=acme, channel="api", email=f"p{n}@example.com")
+    work()
+    assert sorted(payload["data"]["email"] for _, payload, _, _ in receiver.received) == sorted(
+        f"p{n}@example.com" for n in range(30))  # each once
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT task_name, count(*) FROM procrastinate_jobs WHERE status = 'succeeded' GROUP BY 1")
+        ran = dict(cursor.fetchall())
+    assert ran == {"webhooks.dispatch": 1, "webhooks.deliver_batch": 1}
+    assert Attempt.objects.filter(ok=True).count() == 30
+
+
+def test_a_slow_receiver_gets_several_customers_at_once_and_each_customer_in_order(acme, receiver):
+    hook(acme, receiver, types=["customer.created", "lead.created"])
+    receiver.hold = 0.2
+    for n in range(8):
+        click = ClickFactory(workspace=acme, link__workspace=acme)
+        conversion_record(workspace=acme, channel="api", event="lead", click_id=click.click_id,
+                          customer={"email": f"p{n}@example.com"})
+    work()
+    assert 2 <= receiver.most_at_once <= 4  # the batch's lanes
+    customers = {e.public_id: e.customer_id for e in Event.objects.all()}
+    arrived = defaultdict(list)
+    for wid, payload, _, _ in receiver.received:
+        arrived[customers[wid]].append(payload["type"])
+    assert len(arrived) == 8 and all(types == ["customer.created", "lead.created"] for types in arrived.values())
 
 
 def test_a_final_answer_is_not_retried_and_a_redirect_is_not_followed(acme, receiver):

@@ -37,24 +37,23 @@ def test_a_conversion_writes_its_events_and_their_dispatch_jobs_in_order(acme):
     created, sold = Event.objects.order_by("pk")
     assert (created.subject_id, created.customer_id) == (sale.customer_id, sale.customer_id)
     assert (sold.subject_id, sold.customer_id, sold.test) == (sale.pk, sale.customer_id, False)
-    # queued in the same transaction, one customer's one at a time in this order
+    # queued in the same transaction, the workspace's one at a time in this order
     dispatches = list(ProcrastinateJob.objects.order_by("id").values_list("task_name", "args", "lock"))
-    lock = f"webhooks:dispatch:{acme.pk}:{sale.customer_id}"
-    assert dispatches == [("webhooks.dispatch", {"event_id": created.pk}, lock),
-                          ("webhooks.dispatch", {"event_id": sold.pk}, lock)]
-    # the worker dispatches: the object built and kept, one delivery each, one job each, locked per endpoint and customer
-    for event in (created, sold):
-        events_dispatch(event_ids=[event.pk])
+    lock = f"webhooks:dispatch:{acme.pk}"
+    assert dispatches == [("webhooks.dispatch", {"event_id": created.pk, "workspace_id": acme.pk}, lock),
+                          ("webhooks.dispatch", {"event_id": sold.pk, "workspace_id": acme.pk}, lock)]
+    # the worker dispatches both at once: the objects built and kept, one delivery each, one sending job for
+    # the endpoint's batch (locked per endpoint), and the second event's dispatch job dropped
+    assert events_dispatch(workspace_id=acme.pk) == 2
     sold.refresh_from_db()
     assert sold.data["value_cents"] == 900 and sold.dispatched_at is not None
     deliveries = list(Delivery.objects.order_by("pk"))
     assert [(d.event_id, d.endpoint_id, d.state) for d in deliveries] == [
         (created.pk, endpoint.pk, "pending"), (sold.pk, endpoint.pk, "pending")
     ]
-    jobs = list(ProcrastinateJob.objects.filter(task_name="webhooks.deliver").order_by("id"))
-    assert [(j.args, j.lock) for j in jobs] == [
-        ({"delivery_id": d.pk}, f"webhooks:{endpoint.pk}:{sale.customer_id}") for d in deliveries
-    ]
+    jobs = list(ProcrastinateJob.objects.order_by("id").values_list("task_name", "args", "lock"))
+    assert jobs == [("webhooks.deliver_batch", {"endpoint_id": endpoint.pk, "delivery_ids": [d.pk for d in deliveries]},
+                     f"webhooks:{endpoint.pk}")]
     assert events_dispatch(event_ids=[sold.pk]) == 0  # dispatched once
 
 
@@ -105,7 +104,7 @@ def test_the_sweeper_dispatches_what_a_dead_process_left(acme, time_machine):
     assert events_dispatch_pending() == 0  # still within the grace of its dispatch job
     time_machine.shift(11 * 60)
     assert events_dispatch_pending() == 1
-    assert Delivery.objects.count() == 1 and ProcrastinateJob.objects.filter(task_name="webhooks.deliver").count() == 1
+    assert Delivery.objects.count() == 1 and ProcrastinateJob.objects.filter(task_name="webhooks.deliver_batch").count() == 1
     assert events_dispatch_pending() == 0  # dispatched once
 
 
@@ -136,4 +135,4 @@ def test_a_batch_of_redirects_writes_one_click_event_per_recorded_click_of_a_wor
         ("click.created", clicks["c1"], acme.pk, False), ("click.created", clicks["c4"], acme.pk, False)])
     jobs = ProcrastinateJob.objects.filter(task_name="webhooks.dispatch")
     assert sorted(job.args["event_id"] for job in jobs) == sorted(Event.objects.values_list("pk", flat=True))
-    assert {job.lock for job in jobs} == {None}
+    assert {job.lock for job in jobs} == {f"webhooks:dispatch:{acme.pk}"}
