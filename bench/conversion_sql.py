@@ -29,7 +29,6 @@ import django  # noqa: E402
 django.setup()
 
 from django.db import connection  # noqa: E402
-from django.db.models import Max, Min  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from clicks.models import Click  # noqa: E402
@@ -131,10 +130,11 @@ def script(statements, click_id: str, first_click: int, last_click: int, custome
 def main() -> None:
     seed, out = Path(sys.argv[1]), Path(sys.argv[2])
     token, _run, customers, *click_ids = seed.read_text().split()
-    # The seed's clicks, found by their click ids (an index scan), not by workspace (a scan of every click
-    # on a grown database): inserted by one statement, their ids are one range.
-    bounds = Click.objects.filter(click_id__in=click_ids).aggregate(first=Min("id"), last=Max("id"))
-    first_click, last_click = bounds["first"], bounds["last"]
+    # The seed's clicks, inserted in the seed file's order, are one range of ids: its ends found by click id
+    # (an index scan each; by workspace, or min()/max() in SQL, PostgreSQL walks the primary key instead,
+    # through 50,000,000 clicks on a grown database).
+    ends = Click.objects.filter(click_id__in=[click_ids[0], click_ids[-1]]).values_list("id", flat=True)
+    first_click, last_click = min(ends), max(ends)
     for _ in range(2):  # warm: the token's last-used time and its copy in this process, the connection
         post(token, request_body("seeded_lead", click_ids[-1]))
     out.mkdir(parents=True, exist_ok=True)
