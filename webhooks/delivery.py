@@ -242,7 +242,7 @@ def _batch_record(endpoint_id: int, sent: list[tuple[Delivery, network.Answer, d
         _streak_clear(endpoint_id)
     if failures_after_success:
         _failure_count(endpoint_id, now=now, count=failures_after_success)
-    queued = sorted([d for d in behind] + [d for d, _, _ in sent if d.pk in retries], key=lambda d: d.pk)
+    queued = sorted([*behind, *(d for d, _, _ in sent if d.pk in retries)], key=lambda d: d.pk)
     deliveries_queue([(d.pk, endpoint_id, d.event.customer_id) for d in queued], at=retries)
 
 
