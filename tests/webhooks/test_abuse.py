@@ -142,7 +142,7 @@ def test_a_receiver_dripping_its_body_is_cut_at_the_deadline_and_its_status_coun
     receiver = raw(drip(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", pause=0.001))
     started = time.monotonic()
     answer = network.post(receiver.url, b"{}", {})
-    assert 0.5 <= time.monotonic() - started < 2  # the drip would last 10 s
+    assert 0.5 <= time.monotonic() - started < 4  # the drip would last 10 s (slack for a loaded machine)
     assert answer.status == 200 and answer.excerpt.startswith("x")
 
 
@@ -151,7 +151,7 @@ def test_a_receiver_dripping_its_headers_times_out(raw):
     receiver = raw(drip(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: yes\r\n" * 1000))
     started = time.monotonic()
     answer = network.post(receiver.url, b"{}", {})
-    assert 0.5 <= time.monotonic() - started < 2  # the drip would last minutes
+    assert 0.5 <= time.monotonic() - started < 4  # the drip would last minutes (slack for a loaded machine)
     assert answer == network.Answer(status=None, duration_ms=answer.duration_ms, error="timeout")
 
 
