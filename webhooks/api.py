@@ -99,11 +99,17 @@ def endpoint_out(endpoint: Endpoint) -> dict:
     }
 
 
+def _endpoints(request):
+    """The endpoints a token manages: its workspace's of its mode. A test token's are test endpoints, which get test
+    events only; a live endpoint (live customers' data) is out of its reach, as live rows are out of its reads."""
+    return Endpoint.objects.filter(workspace_id=request.auth.workspace_id, test=request.auth.is_test)
+
+
 def _endpoint(request, pk: str) -> Endpoint:
     endpoint = None
     if pk.isascii() and pk.isdigit() and len(pk) <= 19 and int(pk) < 2**63:
-        endpoint = Endpoint.objects.filter(workspace_id=request.auth.workspace_id, pk=int(pk)).first()
-    if endpoint is None:  # another workspace's is as unknown as a missing one
+        endpoint = _endpoints(request).filter(pk=int(pk)).first()
+    if endpoint is None:  # another workspace's, or another mode's, is as unknown as a missing one
         raise NotFound(UNKNOWN)
     return endpoint
 
@@ -119,19 +125,21 @@ class WebhookEndpointViewSet(viewsets.ViewSet):
 
     @extend_schema(
         operation_id="webhook_list", summary="List webhook endpoints", tags=["webhooks"],
-        description="The workspace's endpoints (at most 10). Limits: 600 requests a minute per token and per address.",
+        description="The workspace's endpoints of the token's mode (at most 10 in all): a test token's are test "
+        "endpoints. Limits: 600 requests a minute per token and per address.",
         responses={200: OpenApiResponse(EndpointListOut, description="The endpoints, oldest first."),
                    **error_responses(400, 401, 403, 429, 500, 503)},
     )
     @rate_limit(*READ_LIMITS)
     def list(self, request) -> Response:
-        endpoints = Endpoint.objects.filter(workspace_id=request.auth.workspace_id).order_by("pk")
+        endpoints = _endpoints(request).order_by("pk")
         return Response({"data": [endpoint_out(e) for e in endpoints]})
 
     @extend_schema(
         operation_id="webhook_create", summary="Add a webhook endpoint", tags=["webhooks"],
         description="lftrack POSTs each event of `event_types` to `url`, signed per Standard Webhooks with the "
-        "`secret` of the answer (shown this once). The URL must be https and resolve to a public address. Limits: "
+        "`secret` of the answer (shown this once). The URL must be https and resolve to a public address. A test "
+        "token makes a test endpoint, which receives test events only. Limits: "
         "120 requests a minute per token, 600 per address.",
         request=EndpointInput,
         responses={201: OpenApiResponse(EndpointSecretOut, description="Created; `secret` is never shown again."),
@@ -144,7 +152,7 @@ class WebhookEndpointViewSet(viewsets.ViewSet):
         data = parse(EndpointInput, request_json(request))
         issued = endpoint_create(
             workspace=request.auth.workspace, url=data["url"], event_types=data["event_types"],
-            description=data.get("description", ""), enabled=data.get("enabled", True),
+            description=data.get("description", ""), enabled=data.get("enabled", True), test=request.auth.is_test,
         )
         return Response({**endpoint_out(issued.endpoint), "secret": issued.secret}, status=201)
 

@@ -77,6 +77,29 @@ def test_another_workspaces_endpoint_is_unknown(api, acme_token, globex, public_
     assert Endpoint.objects.get().enabled
 
 
+def test_a_test_token_manages_test_endpoints_only_and_never_gets_live_events(api, acme, acme_token, public_dns):
+    from tests.factories import ClickFactory
+    from webhooks.models import Event
+    from webhooks.outbox import events_dispatch
+
+    test_token = api_token_create(workspace=acme, name="trying", test=True)
+    live = EndpointFactory(workspace=acme)
+    made = api.post(URL, {"url": "https://crm.example.com/try", "event_types": ["lead.created"]}, token=test_token)
+    assert made.status_code == 201 and made.json()["test"] is True
+    assert [e["id"] for e in api.get(URL, token=test_token).json()["data"]] == [made.json()["id"]]
+    assert [e["id"] for e in api.get(URL, token=acme_token).json()["data"]] == [live.pk]
+    for method, path in (("get", f"{URL}/{live.pk}"), ("post", f"{URL}/{live.pk}/rotate-secret")):
+        assert_api_error(getattr(api, method)(path, token=test_token), 404, "unknown webhook")
+    assert_api_error(patch(api, f"{URL}/{live.pk}", {"url": "https://attacker.example.com/"}, test_token), 404,
+                     "unknown webhook")
+    assert_api_error(api.get(f"{URL}/{made.json()['id']}", token=acme_token), 404, "unknown webhook")
+    click = ClickFactory(link__post__workspace=acme)
+    assert api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token).status_code == 201
+    events_dispatch(event_ids=list(Event.objects.values_list("pk", flat=True)))
+    assert [d.endpoint_id for d in Event.objects.get(type="lead.created").deliveries.all()] == [live.pk]
+    assert Endpoint.objects.get(pk=live.pk).url == "https://hooks.example.com/lftrack"
+
+
 def test_change_disable_reenable_and_delete(api, acme, acme_token, public_dns):
     endpoint = EndpointFactory(workspace=acme, enabled=False, disabled_reason="20 failed attempts in a row",
                                failures_in_row=20)
