@@ -31,9 +31,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def ui(browser, live_server):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return browser, WebDriverWait(browser, 10), live_server.url
+    # A button that submits a form is replaced by the next page's: reading it in between is stale, not a failure.
+    return browser, WebDriverWait(browser, 10, ignored_exceptions=[StaleElementReferenceException]), live_server.url
 
 
 def owner(workspace, username="alice"):

@@ -128,7 +128,9 @@ def test_a_burst_is_dispatched_and_sent_in_few_jobs(acme, receiver):
     assert sorted(payload["data"]["email"] for _, payload, _, _ in receiver.received) == sorted(
         f"p{n}@example.com" for n in range(30))  # each once
     with connection.cursor() as cursor:
-        cursor.execute("SELECT task_name, count(*) FROM procrastinate_jobs WHERE status = 'succeeded' GROUP BY 1")
+        # The event's jobs only: a periodic job (the sweeper) may run too when work() spans a minute's start.
+        cursor.execute("SELECT task_name, count(*) FROM procrastinate_jobs j WHERE status = 'succeeded' AND NOT EXISTS"
+                       " (SELECT FROM procrastinate_periodic_defers p WHERE p.job_id = j.id) GROUP BY 1")
         ran = dict(cursor.fetchall())
     assert ran == {"webhooks.dispatch": 1, "webhooks.deliver_batch": 1}
     assert Attempt.objects.filter(ok=True).count() == 30
