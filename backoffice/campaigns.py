@@ -19,7 +19,6 @@ from backoffice.scoping import (
     WorkspaceChoiceForm,
     WorkspaceScopedAdmin,
     WorkspaceScopedStackedInline,
-    as_id,
     scope,
     when,
 )
@@ -35,6 +34,7 @@ from campaigns.services import (
     enrollment_stop,
     suppression_add,
 )
+from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from rollups.selectors import campaigns_with_numbers
 

@@ -19,7 +19,6 @@ from backoffice.scoping import (
     ModeFilter,
     ServiceFormAdmin,
     WorkspaceChoiceForm,
-    as_id,
     scope,
     titled,
     when,
@@ -28,6 +27,7 @@ from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
 from customers.models import Customer
 from customers.services import customer_match
+from lftrack.db import as_id
 from lftrack.errors import ServiceError
 
 

@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from backoffice.scoping import as_id, visible_workspaces
+from backoffice.scoping import visible_workspaces
 from campaigns.models import Campaign
 from clicks.models import Link, Post
 from lftrack.currencies import MINOR_UNITS, amount_text
+from lftrack.db import as_id
 from rollups.selectors import click_kinds, daily_numbers
 from workspaces.models import Workspace
 

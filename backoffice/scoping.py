@@ -19,6 +19,7 @@ from django.utils.functional import cached_property
 from django.utils.timezone import localtime
 
 from backoffice.labels import plural_label
+from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from workspaces.models import Membership, Workspace
 
@@ -30,13 +31,6 @@ NOBODY: frozenset[str] = frozenset()
 # The one-time nonces of the create forms shown to a session (the last ten).
 FORM_NONCES = "lftrack_form_nonces"
 logger = logging.getLogger("lftrack.backoffice")
-
-
-def as_id(value: object) -> int | None:
-    """A primary key from a URL parameter, or None: digits only, within a bigint."""
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
-        return int(value)
-    return None
 
 
 def is_superuser(request: HttpRequest) -> bool:

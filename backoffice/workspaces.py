@@ -18,7 +18,6 @@ from backoffice.scoping import (
     ServiceFormAdmin,
     WorkspaceChoiceForm,
     WorkspaceScopedAdmin,
-    as_id,
     is_superuser,
     visible_workspaces,
     when,
@@ -26,6 +25,7 @@ from backoffice.scoping import (
 from conversions.selectors import test_data_of
 from conversions.services import workspace_test_data_delete
 from lftrack.currencies import MINOR_UNITS
+from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
 from workspaces.models import ApiToken, Invitation, Membership, Workspace

@@ -15,6 +15,7 @@ from conversions.api import (
 from conversions.refunds import NOT_A_SALE, REFUND_EXCEEDS, RefundResult, refund_record
 from conversions.services import Answer, idempotency_key_check, idempotent_answer, request_digest
 from lftrack.api import StrictCharField, StrictIntegerField, iso_utc, optional, parse, request_json
+from lftrack.db import as_id
 from lftrack.errors import NotFound
 from lftrack.openapi import error_responses, string_messages
 from lftrack.ratelimit import rate_limit
@@ -114,7 +115,7 @@ class RefundViewSet(viewsets.ViewSet):
     def create(self, request, conversion_id: str) -> Response:
         data = parse(RefundInput, request_json(request))
         key = idempotency_key_check(request.META.get("HTTP_IDEMPOTENCY_KEY"))
-        sale_id = int(conversion_id) if conversion_id.isascii() and conversion_id.isdigit() and len(conversion_id) <= 18 else None
+        sale_id = as_id(conversion_id)
         if sale_id is None:
             raise NotFound("unknown conversion")
         workspace = request.auth.workspace

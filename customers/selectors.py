@@ -3,7 +3,7 @@ from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 
 from customers.models import Customer, CustomerActivity
-from lftrack.db import after_keyset
+from lftrack.db import after_keyset, as_id
 from workspaces.models import Workspace
 
 
@@ -54,6 +54,5 @@ def customer_by_reference(*, workspace_id: int, reference: str, test: bool = Fal
     contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test)
     if reference.startswith("ext_"):
         return contacts.filter(external_id=reference.removeprefix("ext_")).exclude(external_id="").first()
-    if not (reference.isascii() and reference.isdigit() and len(reference) <= 19) or int(reference) > 2**63 - 1:
-        return None
-    return contacts.filter(pk=int(reference)).first()
+    customer_id = as_id(reference)
+    return None if customer_id is None else contacts.filter(pk=customer_id).first()

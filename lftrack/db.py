@@ -83,3 +83,11 @@ def after_keyset(field: str, after: tuple) -> Q:
     """Rows past the keyset (time, id) in newest-first order of (`field`, id): the read API's pages."""
     moment, pk = after
     return Q(**{f"{field}__lt": moment}) | Q(**{field: moment, "pk__lt": pk})
+
+
+def as_id(value: object) -> int | None:
+    """A primary key written in a URL (a path or query parameter), or None: ASCII digits only (int() takes "²" and
+    refuses thousands of digits with a ValueError, a 500), within a bigint."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19 and int(value) < 2**63:
+        return int(value)
+    return None

@@ -16,6 +16,7 @@ from lftrack.api import (
     parse,
     request_json,
 )
+from lftrack.db import as_id
 from lftrack.errors import NotFound
 from lftrack.openapi import PagedAutoSchema, error_responses, string_messages
 from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
@@ -106,9 +107,8 @@ def _endpoints(request):
 
 
 def _endpoint(request, pk: str) -> Endpoint:
-    endpoint = None
-    if pk.isascii() and pk.isdigit() and len(pk) <= 19 and int(pk) < 2**63:
-        endpoint = _endpoints(request).filter(pk=int(pk)).first()
+    endpoint_id = as_id(pk)
+    endpoint = None if endpoint_id is None else _endpoints(request).filter(pk=endpoint_id).first()
     if endpoint is None:  # another workspace's, or another mode's, is as unknown as a missing one
         raise NotFound(UNKNOWN)
     return endpoint
