@@ -64,6 +64,8 @@ elif LEVEL in ("django", "drf"):
     view = plain if LEVEL == "django" else FloorViewSet.as_view({"post": "create"})
     urlpatterns = [path("api/v1/conversions", view), path("l/<slug:key>", redirect), path("healthz", healthz)]
     settings.ROOT_URLCONF = __name__  # before the first request builds the resolver
+    # Every middleware but the redirect's own (which would answer /l/<key> itself).
+    settings.MIDDLEWARE = [name for name in settings.MIDDLEWARE if name != "clicks.middleware.RedirectMiddleware"]
 
     from django.core.wsgi import get_wsgi_application
 

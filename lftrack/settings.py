@@ -97,6 +97,8 @@ MIDDLEWARE = [
     "lftrack.deadline.DeadlineMiddleware",
     "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The redirect is answered here: what follows serves the pages and the API (clicks/middleware.py).
+    "clicks.middleware.RedirectMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's three, passed through for the API and the redirect (lftrack/middleware.py, BARE_PATHS).
     "lftrack.middleware.SessionMiddleware",

@@ -88,6 +88,25 @@ def test_post_is_not_allowed(client):
     assert client.post(f"/l/{link.key}").status_code == 405
 
 
+@pytest.mark.parametrize("method, key, status", [("get", "known", 302), ("head", "known", 302), ("get", "unknown", 404), ("post", "known", 405)])
+def test_the_redirect_answers_before_url_resolving_with_every_page_header(client, method, key, status):
+    """clicks.middleware answers the redirect before the pages' middleware; its answers keep their headers."""
+    link = LinkFactory()
+    resp = getattr(client, method)(f"/l/{link.key if key == 'known' else 'unknown'}")
+    assert resp.status_code == status
+    assert resp.wsgi_request.resolver_match is None  # no URL resolving, no middleware after the security headers
+    assert resp["X-Frame-Options"] == "DENY" and resp["X-Content-Type-Options"] == "nosniff"
+    assert resp["Cross-Origin-Opener-Policy"] == "same-origin" and len(resp["X-Request-ID"]) == 32
+    assert resp["Content-Length"] == str(len(resp.content))
+    assert Click.objects.count() == (1 if (method, key) == ("get", "known") else 0)
+
+
+def test_a_redirect_for_a_host_not_served_is_400_and_records_nothing(client):
+    link = LinkFactory()
+    assert client.get(f"/l/{link.key}", HTTP_HOST="attacker.example").status_code == 400
+    assert not Click.objects.exists()
+
+
 def test_oversized_and_nul_headers_are_trimmed(client):
     link = LinkFactory()
     client.get(f"/l/{link.key}", HTTP_USER_AGENT="A\x00" * 600, HTTP_REFERER="r" * 5000)
