@@ -15,7 +15,7 @@ from lftrack.batching import Batcher
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
 from lftrack.ratelimit import Limit, ip_key, limit_exceeded
-from webhooks.outbox import EVENT_TABLE, events_queue, wanted_sql
+from webhooks.outbox import emitted_sql, events_queue
 from workspaces.models import Workspace
 
 CLICK_PARAM = "lf_cid"
@@ -90,10 +90,7 @@ click AS (
     RETURNING id, workspace_id
 ),
 event AS (
-    INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, detail, created_at)
-    SELECT workspace_id, 'click.created', FALSE, id, '{{}}', now() FROM click
-    WHERE {wanted_sql(workspace="click.workspace_id", event_type="'click.created'", test="FALSE")}
-    RETURNING id, workspace_id
+    {emitted_sql(rows="click", workspace="click.workspace_id", event_type="'click.created'", test="FALSE", subject="click.id")}
 )
 SELECT n, destination, NULL::bigint, NULL::bigint FROM found
 UNION ALL SELECT NULL, NULL, id, workspace_id FROM event

@@ -19,7 +19,7 @@ from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
-from webhooks.outbox import event_emit
+from webhooks.outbox import emitted_sql, event_queue
 from workspaces.models import Workspace
 
 # A retried sale replays the first answer for this long (docs/api.md, Idempotency-Key); older keys count as new.
@@ -36,13 +36,22 @@ _INSERT_SQL = (
     " invoice_id, currency, is_test)"
     " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s"
     f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s"
-    " ON CONFLICT (workspace_id, invoice_id, is_test) WHERE invoice_id <> '' DO NOTHING RETURNING id, click_id, link_id"
+    " ON CONFLICT (workspace_id, invoice_id, is_test) WHERE invoice_id <> '' DO NOTHING"
+    " RETURNING id, click_id, link_id, workspace_id, customer_id, event, is_test"
 )
-# The same round trip also finds the campaign of the link's post (of this workspace), so the
+# The same round trip writes the `lead.created` or `sale.created` webhook event when an endpoint wants it
+# (webhooks/outbox.py), and finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
+_HOOK_SQL = emitted_sql(
+    rows="event", workspace="event.workspace_id", event_type="event.event || '.created'", test="event.is_test",
+    subject="event.id", customer="event.customer_id",
+)
+
+
 def _record_sql(insert_sql: str) -> str:
     return (
-        f"WITH event AS ({insert_sql}) SELECT event.id, event.click_id, event.link_id, campaign.id FROM event"
+        f"WITH event AS ({insert_sql}), hook AS ({_HOOK_SQL})"
+        " SELECT event.id, event.click_id, event.link_id, campaign.id, (SELECT id FROM hook) FROM event"
         f" JOIN {Link._meta.db_table} link ON link.id = event.link_id"
         f" LEFT JOIN ({CampaignPost._meta.db_table} cp JOIN {Campaign._meta.db_table} campaign"
         " ON campaign.id = cp.campaign_id AND campaign.workspace_id = cp.workspace_id)"
@@ -147,10 +156,8 @@ def conversion_record(
     conversion.pk, conversion.click_id, conversion.link_id = row[:3]
     conversion._state.adding = False
     conversion._state.db = connection.alias
-    event_emit(
-        workspace_id=workspace.pk, type=f"{event}.created", subject_id=conversion.pk,
-        customer_id=matched.pk if matched is not None else None, test=test,
-    )
+    if row[4] is not None:
+        event_queue(event_id=row[4], workspace_id=workspace.pk, customer_id=conversion.customer_id)
     if row[3] is not None:
         conversion_enroll(
             conversion=conversion,
