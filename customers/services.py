@@ -8,7 +8,7 @@ from django.utils import timezone
 from customers.models import Customer, CustomerActivity
 from lftrack.db import prepared_cursor
 from lftrack.errors import Unprocessable
-from webhooks.outbox import event_emit
+from webhooks.outbox import emitted_sql, event_emit, event_queue
 from workspaces.models import Workspace
 
 Kind = CustomerActivity.Kind
@@ -35,24 +35,31 @@ _CANDIDATES_SQL = (
 # No conflict target: a clash on either unique index (lower(email), external_id) skips the insert.
 _INSERT_SQL = (
     f"INSERT INTO {_CUSTOMER} (workspace_id, email, name, avatar_url, external_id, source, is_test, created_at,"
-    " updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"
+    " updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id, workspace_id, is_test"
 )
-# The customer and its "created" activity in one statement, nothing logged when the insert was skipped.
+# The customer, its "created" activity and, when an endpoint wants it, its `customer.created` webhook event
+# (webhooks/outbox.py) in one statement; nothing logged or emitted when the insert was skipped.
 _INSERT_AND_LOG = (
     f"WITH created AS ({_INSERT_SQL}), logged AS ("
     f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
-    " SELECT %s, id, %s, %s, %s, %s, %s FROM created)"
+    " SELECT %s, id, %s, %s, %s, %s, %s FROM created), hook AS ("
+    + emitted_sql(
+        rows="created", workspace="created.workspace_id", event_type="'customer.created'", test="created.is_test",
+        subject="created.id", customer="created.id",
+    )
+    + ")"
 )
-_INSERTED_SQL = _INSERT_AND_LOG + " SELECT id FROM created"
+# The new customer's id and its event's id (NULL when no endpoint wants it).
+_INSERTED_SQL = _INSERT_AND_LOG + " SELECT id, (SELECT id FROM hook) FROM created"
 # First round: create the person (rule 4, or rule 5 with a new external_id) or, when a
 # unique index says they are known, read the candidates: one round trip either way. The read shares
 # the statement's snapshot, so it can miss a row that a concurrent request committed while this
 # insert waited for it; the round then finds nobody, its own insert is skipped, and the next round
-# reads the winner's row.
+# reads the winner's row. Rows: created or not, the customer's columns, owns the email, the event's id.
 _INSERT_OR_CANDIDATES_SQL = (
     _INSERT_AND_LOG
-    + " SELECT TRUE, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM created"
-    + f" UNION ALL SELECT FALSE, {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER}"
+    + " SELECT TRUE, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT id FROM hook) FROM created"
+    + f" UNION ALL SELECT FALSE, {_COLUMNS}, (lower(email) = lower(%s) AND email <> ''), NULL FROM {_CUSTOMER}"
     + f" WHERE NOT EXISTS (SELECT 1 FROM created) AND {_CANDIDATES_WHERE}"
 )
 
@@ -161,8 +168,8 @@ class _Request:
             )
             rows = cursor.fetchall()
         if rows and rows[0][0]:
-            return self._created(rows[0][1], self.external_id, now), None, None
-        return (None, *self._pick([row[1:] for row in rows]))
+            return self._created(rows[0][1], rows[0][-1], self.external_id, now), None, None
+        return (None, *self._pick([row[1:-1] for row in rows]))
 
     def _candidates(self) -> tuple[Customer | None, Customer | None]:
         """(owner of the email, holder of the external_id); possibly the same customer."""
@@ -195,7 +202,7 @@ class _Request:
         with prepared_cursor() as cursor:
             cursor.execute(_INSERTED_SQL, params)
             row = cursor.fetchone()
-        return None if row is None else self._created(row[0], external_id, now)
+        return None if row is None else self._created(row[0], row[1], external_id, now)
 
     def _insert_params(self, now, external_id: str) -> list:
         """The customer's columns, then those of its "created" activity."""
@@ -207,10 +214,9 @@ class _Request:
             self.workspace.pk, Kind.CREATED.value, self.channel, external_id, detail, stamp,
         ]
 
-    def _created(self, pk: int, external_id: str, now) -> Customer:
-        event_emit(
-            workspace_id=self.workspace.pk, type="customer.created", subject_id=pk, customer_id=pk, test=self.test
-        )
+    def _created(self, pk: int, event_id: int | None, external_id: str, now) -> Customer:
+        if event_id is not None:  # its `customer.created`, written by the insert
+            event_queue(event_id=event_id, workspace_id=self.workspace.pk, customer_id=pk)
         customer = Customer(
             pk=pk, workspace=self.workspace, email=self.email, name=self.name, avatar_url=self.avatar_url,
             external_id=external_id, source=self.channel, is_test=self.test, created_at=now, updated_at=now,
