@@ -11,8 +11,9 @@ two statements per event, and nothing but the building of those rows happens on 
 the object and the deliveries right after the commit cost 8 ms of CPU per conversion in the request
 (docs/benchmarks.md, "Webhooks").
 
-The redirect and a conversion write their event (`click.created`, `lead.created`, `sale.created`) in the
-statement that writes the click or the conversion (`emitted_sql`), then queue the dispatch. The redirect
+The redirect, a conversion and a new customer write their event (`click.created`, `lead.created`,
+`sale.created`, `customer.created`) in the statement that writes the click, the conversion or the customer
+(`emitted_sql`), then queue the dispatch. The redirect
 writes in autocommit: a process that dies between the two leaves the event undispatched, and the
 periodic sweeper (`events_dispatch_pending`) dispatches it.
 """
@@ -61,7 +62,8 @@ def wanted_sql(*, workspace: str, event_type: str, test: str) -> str:
 def emitted_sql(*, rows: str, workspace: str, event_type: str, test: str, subject: str, customer: str = "NULL") -> str:
     """An INSERT of an event for each row of `rows` (a CTE of the caller's statement) that some endpoint wants,
     RETURNING the event's id and workspace id: for a statement that writes its events itself, with no round
-    trip of their own (the redirect's clicks, a conversion). Arguments are SQL expressions over `rows`."""
+    trip of their own (the redirect's clicks, a conversion, a new customer). Arguments are SQL expressions
+    over `rows`."""
     return (
         f"INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, customer_id, detail, created_at)"
         f" SELECT {workspace}, {event_type}, {test}, {subject}, {customer}, '{{}}', now() FROM {rows}"
