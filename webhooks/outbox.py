@@ -59,24 +59,26 @@ def wanted_sql(*, workspace: str, event_type: str, test: str) -> str:
     )
 
 
-def emitted_sql(*, rows: str, workspace: str, event_type: str, test: str, subject: str, customer: str = "NULL") -> str:
-    """An INSERT of an event for each row of `rows` (a CTE of the caller's statement) that some endpoint wants,
-    RETURNING the event's id and workspace id: for a statement that writes its events itself, with no round
-    trip of their own (the redirect's clicks, a conversion, a new customer). Arguments are SQL expressions
-    over `rows`."""
+def emitted_sql(
+    *, rows: str | None, workspace: str, event_type: str, test: str, subject: str, customer: str = "NULL",
+    detail: str = "'{}'", created_at: str = "now()",
+) -> str:
+    """An INSERT of an event for each row of `rows` (a CTE of the caller's statement; None: one event, from
+    parameters) that some endpoint wants, RETURNING the event's id and workspace id. A statement that writes
+    its events itself spends no round trip of their own (the redirect's clicks, a conversion, a new
+    customer). Arguments are SQL expressions (over `rows`)."""
+    source = "" if rows is None else f" FROM {rows}"
     return (
         f"INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, customer_id, detail, created_at)"
-        f" SELECT {workspace}, {event_type}, {test}, {subject}, {customer}, '{{}}', now() FROM {rows}"
+        f" SELECT {workspace}, {event_type}, {test}, {subject}, {customer}, {detail}, {created_at}{source}"
         f" WHERE {wanted_sql(workspace=workspace, event_type=event_type, test=test)} RETURNING id, workspace_id"
     )
 
 
-_EMIT_SQL = (
-    f"INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, customer_id, detail, created_at)"
-    " SELECT %(workspace)s::bigint, %(type)s::text, %(test)s::boolean, %(subject)s::bigint, %(customer)s::bigint,"
-    " %(detail)s::jsonb, %(now)s::timestamptz"
-    f" WHERE {wanted_sql(workspace='%(workspace)s::bigint', event_type='%(type)s::text', test='%(test)s::boolean')}"
-    " RETURNING id"
+_EMIT_SQL = emitted_sql(
+    rows=None, workspace="%(workspace)s::bigint", event_type="%(type)s::text", test="%(test)s::boolean",
+    subject="%(subject)s::bigint", customer="%(customer)s::bigint", detail="%(detail)s::jsonb",
+    created_at="%(now)s::timestamptz",
 )
 
 
