@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe
 from clicks.bots import is_bot
 from clicks.services import click_follow, destination_with_click_id, link_destination
 from lftrack.batching import Abandoned
-from lftrack.ratelimit import client_ip
+from lftrack.ratelimit import client_key
 
 logger = logging.getLogger("lftrack.redirect")
 
@@ -66,7 +66,7 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
         user_agent=user_agent,
         referrer=request.META.get("HTTP_REFERER", ""),
         is_bot=is_bot(user_agent=user_agent, meta=request.META),
-        client=client_ip(request),
+        client=client_key(request),
     )
     if followed is None:
         raise Http404("unknown link")

@@ -7,6 +7,7 @@ against 0.1 ms for all of them (docs/benchmarks.md, "POST /api/v1/conversions").
 """
 import functools
 import hashlib
+import ipaddress
 import logging
 import re
 import threading
@@ -44,12 +45,32 @@ def client_ip(request: HttpRequest) -> str:
     return forwarded[-hops] if len(forwarded) >= hops else remote
 
 
+def address_key(address: str) -> str:
+    """What per-address limits and lockouts count by: an IPv4 address itself; an IPv6 address by its /64, written
+    as the /64's first address (2001:db8:1:2::). One subscriber, one host even, gets a whole /64 and may send from
+    any of its 2^64 addresses: counted one by one, they would never reach a limit."""
+    if ":" not in address:
+        return address  # IPv4, at no cost on the hot path (or junk, counted as it is)
+    try:
+        ip = ipaddress.IPv6Address(address)
+    except ValueError:
+        return address
+    if ip.ipv4_mapped is not None:  # ::ffff:192.0.2.1, from a dual-stack socket, is 192.0.2.1
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.IPv6Address(int(ip) >> 64 << 64))
+
+
+def client_key(request: HttpRequest) -> str:
+    """The client's address as limits and lockouts count it (address_key)."""
+    return address_key(client_ip(request))
+
+
 def token_key(group: str, request) -> str:
     return str(request.auth.pk)
 
 
 def ip_key(group: str, request) -> str:
-    return client_ip(request)
+    return client_key(request)
 
 
 @dataclass(frozen=True)

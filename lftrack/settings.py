@@ -110,16 +110,20 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 
-# Back-office logins (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one account, or from
-# one client address, further attempts of that account or address answer 429 for LOGIN_LOCKOUT_MINUTES,
-# before any password is hashed (100 wrong passwords in 12 s slowed the API on the same workers).
-# An operator unlocks with `manage.py axes_reset_username USERNAME` or `axes_reset_ip ADDRESS`.
+# Back-office logins (django-axes, with our counting: backoffice/logins.py). A sign-in answers 429 for
+# LOGIN_LOCKOUT_MINUTES, before any password is hashed, after LOGIN_FAILURE_LIMIT wrong passwords for the account
+# from its address, LOGIN_ADDRESS_FAILURE_LIMIT from the address for any accounts, or LOGIN_FAILURE_LIMIT for the
+# account from anywhere, unless it signed in from this address before (so nobody can lock its owner out).
+# An operator unlocks with `manage.py axes_reset_username USERNAME` or `axes_reset_ip ADDRESS` (an IPv6 client's
+# /64 written as its first address, 2001:db8:1:2::).
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_HANDLER = "backoffice.logins.LoginLockouts"
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 20)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # each on its own: per account and per address
-AXES_CLIENT_IP_CALLABLE = "lftrack.ratelimit.client_ip"  # the address behind TRUSTED_PROXY_COUNT proxies
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address", "username"]  # what the handler counts by
+AXES_CLIENT_IP_CALLABLE = "lftrack.ratelimit.client_key"  # behind TRUSTED_PROXY_COUNT proxies; IPv6 by its /64
+AXES_RESET_ON_SUCCESS = True  # the account's failures from that address only (backoffice/logins.py)
 AXES_VERBOSE = False  # its lines name the account: no personal data in logs
 
 ROOT_URLCONF = "lftrack.urls"

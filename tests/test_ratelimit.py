@@ -10,7 +10,7 @@ from django.test import RequestFactory, override_settings
 
 import lftrack.settings
 from lftrack.errors import RateLimited
-from lftrack.ratelimit import CircuitBreaker, Limit, breaker, client_ip, ip_key, limits_enforce, rate_parse
+from lftrack.ratelimit import CircuitBreaker, Limit, address_key, breaker, client_ip, ip_key, limits_enforce, rate_parse
 
 
 @pytest.fixture(autouse=True)
@@ -63,6 +63,29 @@ def test_limits_count_per_key_and_report_what_is_left():
     assert refused.value.headers()["X-RateLimit-Remaining"] == "0"
     assert 1 <= refused.value.retry_after <= 60
     assert limits_enforce(request("198.51.100.2"), LIMITS) == (2, 1)
+
+
+@pytest.mark.parametrize("address, key", [
+    ("203.0.113.5", "203.0.113.5"),
+    ("2001:db8:1:2::1", "2001:db8:1:2::"),
+    ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::"),
+    ("2001:0DB8:0001:0002:0:0:0:7", "2001:db8:1:2::"),
+    ("fe80::1%eth0", "fe80::"),
+    ("::ffff:198.51.100.4", "198.51.100.4"),  # a dual-stack socket's IPv4 client
+    ("not an address", "not an address"),
+    ("", ""),
+])
+def test_an_ipv6_client_is_keyed_by_its_64(address, key):
+    assert address_key(address) == key
+
+
+@override_settings(RATELIMIT_TEST_IP="2/m")
+def test_addresses_of_one_ipv6_64_share_a_limit():
+    assert limits_enforce(request("2001:db8:1:2::1"), LIMITS) == (2, 1)
+    assert limits_enforce(request("2001:db8:1:2:a:b:c:d"), LIMITS) == (2, 0)
+    with pytest.raises(RateLimited):
+        limits_enforce(request("2001:db8:1:2::ffff"), LIMITS)
+    assert limits_enforce(request("2001:db8:1:3::1"), LIMITS) == (2, 1)  # the next /64 is someone else
 
 
 @override_settings(RATELIMIT_TEST_IP="2/m", RATELIMIT_ENABLE=False)

@@ -1,19 +1,26 @@
 """Where webhooks may go: public addresses only, checked when a URL is saved and again at every delivery.
 
-A URL whose host resolves to a loopback, private, link-local, shared (CGNAT), multicast or reserved
-address (cloud metadata services among them: 169.254.169.254, fd00:ec2::254), or to an IPv6 address
-that carries one of those (IPv4-mapped, -compatible, -translated, NAT64, 6to4), is refused, unless
-WEBHOOKS_ALLOW_PRIVATE_NETWORKS is on (tests, a receiver on the same network). Each delivery resolves
-the host again and connects to the address it checked, with TLS still verified for the host name,
-so a DNS answer that changes between the check and the connection (rebinding) cannot redirect it.
+A URL whose host resolves to an address that is not globally reachable is refused, unless
+WEBHOOKS_ALLOW_PRIVATE_NETWORKS is on (tests, a receiver on the same network): every block that IANA's
+special-purpose address registries do not mark globally reachable (loopback, private, link-local, shared,
+documentation, benchmarking...; cloud metadata services among them: 169.254.169.254, fd00:ec2::254), IPv6
+outside 2000::/3 (the only block IANA allocates for global unicast: site-local fec0::/10, SRv6's 5f00::/16
+and whatever comes next are outside it), multicast, and what Python's ipaddress calls not global. An IPv6
+address that carries an IPv4 address (IPv4-mapped, -compatible, -translated, NAT64, 6to4) is judged as that
+IPv4 address.
+
+Each delivery resolves the host again and connects to the address it checked, with TLS still verified for the
+host name, so a DNS answer that changes between the check and the connection (rebinding) cannot redirect it.
 Redirects are not followed, and the whole exchange (connect, TLS, request, answer) has 5 s.
 """
+import csv
 import ipaddress
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from http.client import HTTPException
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import urllib3
@@ -36,8 +43,27 @@ class AddressRefused(Exception):
 # (::127.0.0.1), IPv4-translated (::ffff:0:127.0.0.1) and NAT64's well-known prefix. Python 3.11
 # calls them global whatever they carry.
 _CARRIES_IPV4 = [ipaddress.ip_network(n) for n in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96")]
-# Not global (RFC 6890, RFC 8215), though Python before 3.11.10 and 3.12.4 says they are (CVE-2024-4032).
-_NOT_GLOBAL = [ipaddress.ip_network(n) for n in ("192.0.0.0/24", "64:ff9b:1::/48")]
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+REGISTRIES = Path(__file__).resolve().parent / "iana"
+
+
+def registry_blocks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The blocks of one of IANA's special-purpose address registries (a CSV as IANA publishes it, in
+    webhooks/iana/) that it does not mark globally reachable ("False", "N/A", or blank for a retired block).
+
+    Python's ipaddress transcribes these by hand and lags: on 3.11 it calls 3fff::/20 and 5f00::/16 global. The
+    registry itself is the maintained, complete list; docs/webhooks.md says how to refresh the copy.
+    """
+    with (REGISTRIES / name).open(newline="", encoding="utf-8") as registry:
+        return [
+            ipaddress.ip_network(block.split()[0])  # "192.0.0.0/24 [2]": a footnote follows the block
+            for row in csv.DictReader(registry)
+            if not row["Globally Reachable"].startswith("True")
+            for block in row["Address Block"].split(",")  # "192.0.0.170/32, 192.0.0.171/32"
+        ]
+
+
+_NOT_GLOBAL = registry_blocks("iana-ipv4-special-registry-1.csv") + registry_blocks("iana-ipv6-special-registry-1.csv")
 
 
 def address_allowed(address: str) -> bool:
@@ -49,6 +75,8 @@ def address_allowed(address: str) -> bool:
             ip = ip.sixtofour  # 2002:7f00:1:: is 127.0.0.1 behind a 6to4 relay
         elif any(ip in network for network in _CARRIES_IPV4):
             ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip not in _GLOBAL_UNICAST:
+            return False
     return ip.is_global and not ip.is_multicast and not any(ip in network for network in _NOT_GLOBAL)
 
 

@@ -168,7 +168,12 @@ def test_csv_import_dry_run_then_import_and_exports_download_the_filtered_rows(u
     outcomes = " ".join(wait_css(wait, "#import-outcomes").text.split())
     assert outcomes == "1 new contact 1 matched 0 external ids moved"
     assert not Customer.objects.filter(email="ada@example.com").exists()  # a preview only
-    by_css(browser, "#confirm-import input[type=submit]").click()
+    by_css(browser, "#confirm-import input[name=cancel]").click()  # "Choose another file" forgets this one
+    assert wait_css(wait, ".messagelist .info").text == "Nothing was imported."
+    wait_css(wait, "input[name=import_file]").send_keys(str(file))
+    by_css(browser, "form input[type=submit]").click()
+    wait_css(wait, "#import-outcomes")
+    by_css(browser, "#confirm-import input[name=confirm]").click()
     assert "1 new contact(s), 1 matched" in wait_css(wait, ".messagelist .success").text
     assert Customer.objects.get(email="ada@example.com").source == "manual"
 

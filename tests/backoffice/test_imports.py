@@ -6,6 +6,7 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from backoffice.contact_csv import MAX_ROWS
 from customers.models import Customer, CustomerActivity
 from customers.services import customer_match
 from tests.factories import CustomerFactory
@@ -19,6 +20,13 @@ PROCESS = reverse("admin:customers_customer_process_import")
 def upload(client, workspace, text: str, name: str = "contacts.csv"):
     return client.post(IMPORT, {"workspace": workspace.pk, "format": "0",
                                 "import_file": SimpleUploadedFile(name, text.encode(), content_type="text/csv")})
+
+
+def kept_uploads() -> int:
+    """Uploads waiting in the cache for a confirmation, whichever cache the suite runs on."""
+    if hasattr(cache, "_cache") and isinstance(cache._cache, dict):  # LocMemCache
+        return sum(":import-upload:" in key and not key.endswith(":count") for key in cache._cache)
+    return sum(not key.endswith(b":count") for key in cache._cache.get_client().keys("*:import-upload:*"))
 
 
 def confirm_data(response) -> dict:
@@ -76,11 +84,46 @@ def test_bad_rows_are_shown_and_nothing_can_be_confirmed(as_bob, acme, text, err
     assert not Customer.objects.exists()
 
 
-def test_too_many_rows(as_bob, acme, monkeypatch):
-    monkeypatch.setattr("backoffice.imports.MAX_ROWS", 2)
-    response = upload(as_bob, acme, "email\na@example.com\nb@example.com\nc@example.com\n")
-    assert "At most 2 rows per file; this one has 3." in response.content.decode()
-    assert not Customer.objects.exists()
+def test_an_over_long_file_is_refused_before_any_row_is_matched(as_bob, acme, monkeypatch):
+    monkeypatch.setattr("backoffice.imports.customer_match", lambda **kwargs: pytest.fail("no row may be matched"))
+    rows = "".join(f"p{n}@example.com,P {n}\n" for n in range(MAX_ROWS + 1))
+    beyond = "x,y,z,too,many,cells\n" * 5000  # never read: the reading stops at row MAX_ROWS + 1
+    response = upload(as_bob, acme, "email,name\n" + rows + beyond)
+    assert response.status_code == 200
+    assert "At most 1,000 rows per file; this one has more. Import it in parts." in response.content.decode()
+    assert response.context["confirm_form"] is None if "confirm_form" in response.context else True
+    assert not Customer.objects.exists() and kept_uploads() == 0
+
+
+@pytest.mark.parametrize(("data", "error"), [
+    (b"email,name\nada@example.com,Ada\x00Lovelace\n", "The file holds a NUL character (line 2): it is not a CSV text file."),
+    ("email,name\nad\u00e9@example.com,Ad\u00e9\n".encode("latin-1"), "The file is not UTF-8 text: in a spreadsheet, save it as CSV UTF-8."),
+    (b"email,name\nada@example.com,Ada,Lovelace\n", "Row 1 has more cells than the header row has columns."),
+    (b"email,name\n\"ada@example.com,Ada\n" + b"x" * 200_000 + b"\n", "The file cannot be read as CSV: field larger than field limit (131072)."),
+])
+def test_a_file_that_is_not_clean_csv_is_a_clear_error_and_imports_nothing(as_bob, acme, data, error):
+    response = as_bob.post(IMPORT, {"workspace": acme.pk, "format": "0",
+                                    "import_file": SimpleUploadedFile("contacts.csv", data, content_type="text/csv")})
+    assert response.status_code == 200 and error in response.content.decode()
+    assert not Customer.objects.exists() and kept_uploads() == 0
+
+
+def test_headers_are_read_in_any_case_and_order_and_other_columns_ignored(as_bob, acme):
+    preview = upload(as_bob, acme, "\ufeffPhone, Name ,EMAIL\n+1 555,Ada,ada@example.com\n\n")
+    assert preview.context["outcomes"] == {"created": 1, "matched": 0, "moved": 0}
+    as_bob.post(PROCESS, confirm_data(preview))
+    assert Customer.objects.get().name == "Ada"
+
+
+def test_the_preview_counts_what_the_import_does_whatever_the_batches(as_bob, acme, monkeypatch):
+    monkeypatch.setattr("backoffice.imports.BATCH_ROWS", 3)  # in file order: rows 1-3, then 4-5
+    text = ("email,name,external_id\nada@example.com,Ada,\nb@example.com,,\nc@example.com,,crm-1\nd@example.com,,\n"
+            "ADA@example.com,,crm-1\n")  # row 5 is Ada again and takes crm-1 from row 3's contact
+    preview = upload(as_bob, acme, text)
+    assert preview.context["outcomes"] == {"created": 4, "matched": 0, "moved": 1}
+    assert [row.outcome for row in preview.context["result"].valid_rows()] == ["created"] * 4 + ["moved"]
+    done = as_bob.post(PROCESS, confirm_data(preview), follow=True)
+    assert "Imported 5 row(s): 4 new contact(s), 0 matched, 1 external id(s) moved." in done.content.decode()
 
 
 def test_the_confirmation_cannot_name_another_workspace(as_bob, acme, globex):

@@ -147,6 +147,15 @@ def test_past_the_per_address_limit_the_redirect_still_answers_but_records_nothi
     assert "lf_cid=" in client.get(f"/l/{link.key}", REMOTE_ADDR="198.51.100.21")["Location"]  # others still count
 
 
+def test_the_per_address_click_limit_counts_an_ipv6_client_by_its_64(client, settings):
+    settings.RATELIMIT_REDIRECT_IP = "2/m"
+    link = LinkFactory()
+    answers = [client.get(f"/l/{link.key}", REMOTE_ADDR=f"2001:db8:5:6::{n + 1}") for n in range(4)]
+    assert ["lf_cid=" in resp["Location"] for resp in answers] == [True, True, False, False]
+    assert "lf_cid=" in client.get(f"/l/{link.key}", REMOTE_ADDR="2001:db8:5:7::1")["Location"]
+    assert Click.objects.count() == 3
+
+
 def test_a_changed_destination_applies_to_the_next_click(client):
     """No cache of links: each click reads the link in the statement that records it."""
     link = LinkFactory(destination="https://example.com/old")

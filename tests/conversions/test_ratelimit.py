@@ -94,6 +94,17 @@ def test_requests_refused_at_authentication_count_against_the_ip_limit(api, acme
 
 
 @override_settings(RATELIMIT_CONVERSIONS_TOKEN="100/m", RATELIMIT_CONVERSIONS_IP="2/m", TRUSTED_PROXY_COUNT=1)
+def test_ip_limit_counts_an_ipv6_client_by_its_64(api, acme_token, click):
+    for n in range(2):  # every request from a new address of the client's /64, through the proxy
+        address = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": f"2001:db8:aa:bb::{n + 1}"}
+        assert api.post(URL, sale(click, n), token=acme_token, **address).status_code == 201
+    address = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "2001:db8:aa:bb:1234:5678:9abc:def0"}
+    assert_rate_limited(api.post(URL, sale(click, 2), token=acme_token, **address), 2)
+    other = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "2001:db8:aa:bc::1"}
+    assert api.post(URL, sale(click, 3), token=acme_token, **other).status_code == 201
+
+
+@override_settings(RATELIMIT_CONVERSIONS_TOKEN="100/m", RATELIMIT_CONVERSIONS_IP="2/m", TRUSTED_PROXY_COUNT=1)
 def test_ip_limit_behind_a_proxy_cannot_be_dodged_with_a_forged_header(api, acme_token, click):
     # The proxy (REMOTE_ADDR 10.0.0.2) appends the address it saw; anything left of it is the client's word.
     for n, forged in enumerate(["1.1.1.1", "2.2.2.2"]):

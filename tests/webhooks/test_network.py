@@ -1,4 +1,5 @@
-"""SSRF at delivery time, the address pinned for the connection, the retry schedule and the engine's jobs."""
+"""SSRF at delivery time, the address check against IANA's registries, the address pinned for the connection, the
+retry schedule and the engine's jobs."""
 from datetime import timedelta
 
 import pytest
@@ -11,8 +12,41 @@ from tests.factories import EndpointFactory, LinkFactory
 from tests.webhooks.conftest import work
 from webhooks.delivery import delivery_record, retry_delay
 from webhooks.models import Attempt, Delivery, Event
-from webhooks.network import Answer
+from webhooks.network import Answer, address_allowed, registry_blocks
 from webhooks.services import endpoint_create
+
+
+REGISTRY_BLOCKS = registry_blocks("iana-ipv4-special-registry-1.csv") + registry_blocks("iana-ipv6-special-registry-1.csv")
+
+
+def test_the_registries_are_read_whole():
+    blocks = set(map(str, REGISTRY_BLOCKS))
+    assert len(REGISTRY_BLOCKS) == 37
+    assert {"192.0.0.170/32", "192.0.0.171/32", "192.88.99.0/24", "255.255.255.255/32", "2001:10::/28",
+            "2002::/16", "3fff::/20", "5f00::/16", "100:0:0:1::/64"} <= blocks  # footnoted, paired, retired, newest
+    assert not {"192.0.0.9/32", "64:ff9b::/96", "2001:3::/32"} & blocks  # marked globally reachable
+
+
+@pytest.mark.parametrize("block", REGISTRY_BLOCKS, ids=str)
+def test_every_block_the_registries_do_not_call_globally_reachable_is_refused(block):
+    assert not address_allowed(str(block[0])) and not address_allowed(str(block[-1]))
+
+
+@pytest.mark.parametrize("address", [
+    "fec0::1", "feff:ffff::1",  # site-local, deprecated (RFC 3879): outside 2000::/3
+    "5f00::1", "5f00:ffff::1",  # SRv6 SIDs (RFC 9602)
+    "3fff::1", "3fff:fff:ffff::1",  # documentation (RFC 9637), inside 2000::/3
+    "4000::1", "e000::1", "1::1",  # unallocated: only 2000::/3 is global unicast
+    "ff0e::1", "fc00::1", "fd00:ec2::254",
+])
+def test_ipv6_outside_global_unicast_or_kept_for_documentation_is_refused(address):
+    assert not address_allowed(address)
+
+
+@pytest.mark.parametrize("address", ["93.184.215.14", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e",
+                                     "3fff:1000::1", "64:ff9b::5db8:d70e", "::ffff:93.184.215.14"])
+def test_public_addresses_are_allowed(address):
+    assert address_allowed(address)
 
 
 @pytest.mark.django_db(transaction=True)
