@@ -32,7 +32,6 @@ from conversions.services import (
     request_digest,
 )
 from lftrack.api import (
-    BIGINT_MAX,
     PAGE_ERRORS,
     READ_LIMITS,
     JSONObjectField,
@@ -53,7 +52,7 @@ from lftrack.api import (
     query_time,
     request_json,
 )
-from lftrack.currencies import currency_code
+from lftrack.currencies import MONEY_MAX, currency_code
 from lftrack.errors import Forbidden, Unprocessable
 from lftrack.openapi import (
     PAGE_PARAMETERS,
@@ -68,6 +67,7 @@ from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
+VALUE_CENTS_TOO_LARGE = f"value_cents must be at most {MONEY_MAX}"
 CURRENCY_ERROR = "currency must be an ISO 4217 code"
 
 
@@ -76,8 +76,9 @@ CURRENCY_ERROR = "currency must be an ISO 4217 code"
         "type": "integer",
         "format": "int64",
         "minimum": 0,
-        "maximum": BIGINT_MAX,
-        "description": "A sale's value in the smallest currency unit (49000 is 490.00). Ignored on a lead, whatever it holds.",
+        "maximum": MONEY_MAX,
+        "description": f"A sale's value in the smallest currency unit (49000 is 490.00), at most {MONEY_MAX} (2^53 - 1). "
+        "Ignored on a lead, whatever it holds.",
     }
 )
 class ValueCentsField(serializers.JSONField):
@@ -158,7 +159,9 @@ class ConversionInput(serializers.Serializer):
         return attrs
 
 
-_strict_value_cents = StrictIntegerField(error_messages={"invalid": VALUE_CENTS_ERROR})
+_strict_value_cents = StrictIntegerField(
+    max_value=MONEY_MAX, error_messages={"invalid": VALUE_CENTS_ERROR, "too_large": VALUE_CENTS_TOO_LARGE}
+)
 _strict_value_cents.bind("value_cents", None)
 
 
@@ -255,6 +258,7 @@ CONVERSION_ERRORS = [
     "click_id is required",
     "unknown click_id",
     VALUE_CENTS_ERROR,
+    VALUE_CENTS_TOO_LARGE,
     "customer must be an object",
     "customer needs email or external_id",
     "invalid email",

@@ -3,6 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from customers.models import Customer
+from lftrack.currencies import MONEY_MAX
 
 
 class ConversionEvent(models.Model):
@@ -42,6 +43,8 @@ class ConversionEvent(models.Model):
                 condition=Q(value_cents__isnull=True) | Q(event="sale", value_cents__gte=0),
                 name="conversions_event_value_on_sales_only",
             ),
+            # NOT VALID on a database that held larger values before (migration 0008; docs/api.md, "Money bounds").
+            models.CheckConstraint(condition=Q(value_cents__lte=MONEY_MAX), name="conversions_event_value_bounded"),
             models.CheckConstraint(
                 condition=Q(channel__in=["api", "pixel", "manual"]), name="conversions_event_channel_valid"
             ),
@@ -90,6 +93,7 @@ class Refund(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(amount_cents__gt=0), name="conversions_refund_amount_positive"),
+            models.CheckConstraint(condition=Q(amount_cents__lte=MONEY_MAX), name="conversions_refund_amount_bounded"),
             models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_refund_currency_code"),
             # The insert names this index (ON CONFLICT ... WHERE refund_id <> ''): conversions/refunds.py. Per mode.
             models.UniqueConstraint(

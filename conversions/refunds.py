@@ -6,6 +6,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from conversions.models import ConversionEvent, Refund
+from lftrack.currencies import MONEY_MAX
 from lftrack.db import prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
 from webhooks.outbox import event_emit
@@ -13,6 +14,7 @@ from workspaces.models import Workspace
 
 REFUND_EXCEEDS = "refund exceeds the sale"
 NOT_A_SALE = "only a sale can be refunded"
+AMOUNT_TOO_LARGE = f"amount_cents must be at most {MONEY_MAX}"
 
 # A refund repeating a refund_id inserts nothing (the unique index on it), whoever committed it first.
 _INSERT_SQL = (
@@ -62,6 +64,8 @@ def refund_record(
     amount = left if amount_cents is None else amount_cents
     if amount <= 0 or amount > left:
         raise Unprocessable(REFUND_EXCEEDS)
+    if amount > MONEY_MAX:  # all that is left of a sale stored before the bound: refund it in parts
+        raise Unprocessable(AMOUNT_TOO_LARGE)
     now = timezone.now()
     with prepared_cursor() as cursor:
         cursor.execute(_INSERT_SQL, {

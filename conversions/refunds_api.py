@@ -12,9 +12,16 @@ from conversions.api import (
     IDEMPOTENCY_KEY_REUSED,
     sale_money_out,
 )
-from conversions.refunds import NOT_A_SALE, REFUND_EXCEEDS, RefundResult, refund_record
+from conversions.refunds import (
+    AMOUNT_TOO_LARGE,
+    NOT_A_SALE,
+    REFUND_EXCEEDS,
+    RefundResult,
+    refund_record,
+)
 from conversions.services import Answer, idempotency_key_check, idempotent_answer, request_digest
 from lftrack.api import StrictCharField, StrictIntegerField, iso_utc, optional, parse, request_json
+from lftrack.currencies import MONEY_MAX
 from lftrack.db import as_id
 from lftrack.errors import NotFound
 from lftrack.openapi import error_responses, string_messages
@@ -25,8 +32,10 @@ AMOUNT_ERROR = "amount_cents must be a positive integer"
 
 class RefundInput(serializers.Serializer):
     amount_cents = StrictIntegerField(
-        min_value=1, required=False, allow_null=True, error_messages={"invalid": AMOUNT_ERROR},
-        help_text="How much, in the minor unit of the sale's currency; absent: all that is left of the sale.",
+        min_value=1, max_value=MONEY_MAX, required=False, allow_null=True,
+        error_messages={"invalid": AMOUNT_ERROR, "too_large": AMOUNT_TOO_LARGE},
+        help_text="How much, in the minor unit of the sale's currency, at most 2^53 - 1; absent: all that is left of "
+        "the sale.",
     )
     reason = StrictCharField(max_length=500, required=False, allow_null=True)
     refund_id = StrictCharField(
@@ -71,7 +80,7 @@ def refund_out(result: RefundResult) -> dict:
 
 
 REFUND_ERRORS = [
-    AMOUNT_ERROR, REFUND_EXCEEDS, NOT_A_SALE, IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
+    AMOUNT_ERROR, AMOUNT_TOO_LARGE, REFUND_EXCEEDS, NOT_A_SALE, IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
     *string_messages("reason", "refund_id"),
 ]
 
