@@ -16,6 +16,7 @@ from conversions.refunds import (
     AMOUNT_TOO_LARGE,
     NOT_A_SALE,
     REFUND_EXCEEDS,
+    REFUND_ID_REUSED,
     RefundResult,
     refund_record,
 )
@@ -40,8 +41,9 @@ class RefundInput(serializers.Serializer):
     reason = StrictCharField(max_length=500, required=False, allow_null=True)
     refund_id = StrictCharField(
         max_length=255, required=False, allow_null=True,
-        help_text="The refund's id at your payment provider: a second refund with it stores nothing and answers 200 "
-        "with the first (`Idempotent-Replayed: true`), forever.",
+        help_text="The refund's id at your payment provider: a second refund with it, of the same sale and amount (or "
+        "none), stores nothing and answers 200 with the first (`Idempotent-Replayed: true`), forever; of another sale "
+        "or amount, 422.",
     )
 
 
@@ -80,7 +82,7 @@ def refund_out(result: RefundResult) -> dict:
 
 
 REFUND_ERRORS = [
-    AMOUNT_ERROR, AMOUNT_TOO_LARGE, REFUND_EXCEEDS, NOT_A_SALE, IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
+    AMOUNT_ERROR, AMOUNT_TOO_LARGE, REFUND_EXCEEDS, NOT_A_SALE, REFUND_ID_REUSED, IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
     *string_messages("reason", "refund_id"),
 ]
 
@@ -109,8 +111,8 @@ class RefundViewSet(viewsets.ViewSet):
             ),
             200: OpenApiResponse(
                 RefundOut,
-                description="A `refund_id` the workspace has refunded before: that first refund, with "
-                "`Idempotent-Replayed: true`; nothing stored.",
+                description="A `refund_id` the workspace has refunded before, of the same sale and amount (or "
+                "none): that first refund, with `Idempotent-Replayed: true`; nothing stored.",
             ),
             **error_responses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503, e404=["unknown conversion"],
                               e422=REFUND_ERRORS),
