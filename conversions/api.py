@@ -69,6 +69,7 @@ from workspaces.services import origin_allowed_anywhere, workspace_origin_allowe
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
 VALUE_CENTS_TOO_LARGE = f"value_cents must be at most {MONEY_MAX}"
 CURRENCY_ERROR = "currency must be an ISO 4217 code"
+CURRENCY_NOT_A_STRING = "currency must be a string"
 
 
 @extend_schema_field(
@@ -82,6 +83,19 @@ CURRENCY_ERROR = "currency must be an ISO 4217 code"
     }
 )
 class ValueCentsField(serializers.JSONField):
+    """Taken as sent: `ConversionInput.validate` checks it on a sale only (docs/api.md)."""
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "maxLength": 3,
+        "description": "A sale's currency, an ISO 4217 code in any letter case (`eur`); `value_cents` is in its minor "
+        "unit (cents; yen for JPY, which has none; fils for KWD, a thousandth). Absent: the workspace's currency (USD "
+        "unless changed in its settings). Ignored on a lead, whatever it holds.",
+    }
+)
+class CurrencyField(serializers.JSONField):
     """Taken as sent: `ConversionInput.validate` checks it on a sale only (docs/api.md)."""
 
 
@@ -135,12 +149,8 @@ class ConversionInput(serializers.Serializer):
         help_text="A sale's charge or invoice id at your payment provider: a second sale with it stores nothing and "
         "answers 200 with the first (`Idempotent-Replayed: true`), forever. Ignored on a lead.",
     )
-    currency = StrictCharField(
-        max_length=3, required=False, allow_null=True, error_messages={"too_long": CURRENCY_ERROR},
-        help_text="A sale's currency, an ISO 4217 code in any letter case (`eur`); `value_cents` is in its minor unit "
-        "(cents; yen for JPY, which has none; fils for KWD, a thousandth). Absent: the workspace's currency (USD "
-        "unless changed in its settings). Ignored on a lead.",
-    )
+    # Like value_cents: validated only for sales, ignored on a lead whatever it holds (docs/api.md).
+    currency = CurrencyField(required=False, allow_null=True)
 
     def validate(self, attrs: dict) -> dict:
         if attrs.get("occurred_at"):
@@ -150,8 +160,11 @@ class ConversionInput(serializers.Serializer):
             attrs["value_cents"] = _strict_value_cents.run_validation(value)
         else:
             attrs["value_cents"] = None
-        if attrs["event"] == ConversionEvent.Event.SALE and attrs.get("currency") is not None:
-            attrs["currency"] = currency_code(attrs["currency"])
+        currency = attrs.get("currency")
+        if attrs["event"] == ConversionEvent.Event.SALE and currency is not None:
+            if not isinstance(currency, str):
+                raise serializers.ValidationError(CURRENCY_NOT_A_STRING)
+            attrs["currency"] = currency_code(currency)
             if attrs["currency"] is None:
                 raise serializers.ValidationError(CURRENCY_ERROR)
         else:
@@ -274,7 +287,7 @@ CONVERSION_ERRORS = [
     "occurred_at is before the click",
     CURRENCY_ERROR,
     *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id", "occurred_at"),
-    "currency must be a string",
+    CURRENCY_NOT_A_STRING,
 ]
 
 
