@@ -419,7 +419,8 @@ class ConversionViewSet(viewsets.ViewSet):
             return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
 
         answer = idempotent_answer(
-            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record
+            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record,
+            test=request.auth.is_test,
         )
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.body, status=answer.status, headers=headers)

@@ -115,7 +115,7 @@ class Refund(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """The first answer to a request sent with `Idempotency-Key`, replayed for 24 hours."""
+    """The first answer to a request sent with `Idempotency-Key`, replayed for 24 hours to the same mode (live, test)."""
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=255)
@@ -123,9 +123,14 @@ class IdempotencyKey(models.Model):
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)  # null while in flight
     response_body = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField()
+    # Sent with a test token: a key names one request per mode, as an invoice_id and a refund_id do.
+    is_test = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "key"], name="conversions_idempotencykey_one_per_key"),
+            # The claim names it (ON CONFLICT): conversions/services.py.
+            models.UniqueConstraint(
+                fields=["workspace", "key", "is_test"], name="conversions_idempotencykey_one_per_key_and_mode"
+            ),
         ]
         indexes = [models.Index(fields=["created_at"], name="conversions_idemkey_age")]

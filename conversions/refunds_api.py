@@ -140,6 +140,6 @@ class RefundViewSet(viewsets.ViewSet):
 
         # The key names this request on this sale: the same body on another sale is another request.
         digest = request_digest({"refund_of": sale_id, **request.data}) if key else ""
-        answer = idempotent_answer(workspace=workspace, key=key, digest=digest, answer=record)
+        answer = idempotent_answer(workspace=workspace, key=key, digest=digest, answer=record, test=request.auth.is_test)
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.body, status=answer.status, headers=headers)
