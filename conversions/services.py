@@ -290,7 +290,7 @@ def idempotency_key_check(raw: str | None) -> str | None:
 
 
 def idempotent_answer(
-    *, workspace: Workspace, key: str | None, digest: str, answer: Callable[[], Answer], test: bool = False
+    *, workspace: Workspace, key: str | None, digest: str, answer: Callable[[], Answer], test: bool
 ) -> Answer:
     """`answer()` once per (workspace, key, mode) within the TTL; repeats get the stored answer back. `test`: sent
     with a test token, whose keys never meet a live token's (neither replays the other's answer).
