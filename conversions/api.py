@@ -32,7 +32,6 @@ from conversions.services import (
     request_digest,
 )
 from lftrack.api import (
-    BIGINT_MAX,
     PAGE_ERRORS,
     READ_LIMITS,
     JSONObjectField,
@@ -53,7 +52,7 @@ from lftrack.api import (
     query_time,
     request_json,
 )
-from lftrack.currencies import currency_code
+from lftrack.currencies import MONEY_MAX, currency_code
 from lftrack.errors import Forbidden, Unprocessable
 from lftrack.openapi import (
     PAGE_PARAMETERS,
@@ -68,7 +67,9 @@ from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 
 VALUE_CENTS_ERROR = "value_cents must be a non-negative integer"
+VALUE_CENTS_TOO_LARGE = f"value_cents must be at most {MONEY_MAX}"
 CURRENCY_ERROR = "currency must be an ISO 4217 code"
+CURRENCY_NOT_A_STRING = "currency must be a string"
 
 
 @extend_schema_field(
@@ -76,11 +77,25 @@ CURRENCY_ERROR = "currency must be an ISO 4217 code"
         "type": "integer",
         "format": "int64",
         "minimum": 0,
-        "maximum": BIGINT_MAX,
-        "description": "A sale's value in the smallest currency unit (49000 is 490.00). Ignored on a lead, whatever it holds.",
+        "maximum": MONEY_MAX,
+        "description": f"A sale's value in the smallest currency unit (49000 is 490.00), at most {MONEY_MAX} (2^53 - 1). "
+        "Ignored on a lead, whatever it holds.",
     }
 )
 class ValueCentsField(serializers.JSONField):
+    """Taken as sent: `ConversionInput.validate` checks it on a sale only (docs/api.md)."""
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "maxLength": 3,
+        "description": "A sale's currency, an ISO 4217 code in any letter case (`eur`); `value_cents` is in its minor "
+        "unit (cents; yen for JPY, which has none; fils for KWD, a thousandth). Absent: the workspace's currency (USD "
+        "unless changed in its settings). Ignored on a lead, whatever it holds.",
+    }
+)
+class CurrencyField(serializers.JSONField):
     """Taken as sent: `ConversionInput.validate` checks it on a sale only (docs/api.md)."""
 
 
@@ -134,12 +149,8 @@ class ConversionInput(serializers.Serializer):
         help_text="A sale's charge or invoice id at your payment provider: a second sale with it stores nothing and "
         "answers 200 with the first (`Idempotent-Replayed: true`), forever. Ignored on a lead.",
     )
-    currency = StrictCharField(
-        max_length=3, required=False, allow_null=True, error_messages={"too_long": CURRENCY_ERROR},
-        help_text="A sale's currency, an ISO 4217 code in any letter case (`eur`); `value_cents` is in its minor unit "
-        "(cents; yen for JPY, which has none; fils for KWD, a thousandth). Absent: the workspace's currency (USD "
-        "unless changed in its settings). Ignored on a lead.",
-    )
+    # Like value_cents: validated only for sales, ignored on a lead whatever it holds (docs/api.md).
+    currency = CurrencyField(required=False, allow_null=True)
 
     def validate(self, attrs: dict) -> dict:
         if attrs.get("occurred_at"):
@@ -149,8 +160,11 @@ class ConversionInput(serializers.Serializer):
             attrs["value_cents"] = _strict_value_cents.run_validation(value)
         else:
             attrs["value_cents"] = None
-        if attrs["event"] == ConversionEvent.Event.SALE and attrs.get("currency") is not None:
-            attrs["currency"] = currency_code(attrs["currency"])
+        currency = attrs.get("currency")
+        if attrs["event"] == ConversionEvent.Event.SALE and currency is not None:
+            if not isinstance(currency, str):
+                raise serializers.ValidationError(CURRENCY_NOT_A_STRING)
+            attrs["currency"] = currency_code(currency)
             if attrs["currency"] is None:
                 raise serializers.ValidationError(CURRENCY_ERROR)
         else:
@@ -158,7 +172,9 @@ class ConversionInput(serializers.Serializer):
         return attrs
 
 
-_strict_value_cents = StrictIntegerField(error_messages={"invalid": VALUE_CENTS_ERROR})
+_strict_value_cents = StrictIntegerField(
+    max_value=MONEY_MAX, error_messages={"invalid": VALUE_CENTS_ERROR, "too_large": VALUE_CENTS_TOO_LARGE}
+)
 _strict_value_cents.bind("value_cents", None)
 
 
@@ -255,6 +271,7 @@ CONVERSION_ERRORS = [
     "click_id is required",
     "unknown click_id",
     VALUE_CENTS_ERROR,
+    VALUE_CENTS_TOO_LARGE,
     "customer must be an object",
     "customer needs email or external_id",
     "invalid email",
@@ -270,7 +287,7 @@ CONVERSION_ERRORS = [
     "occurred_at is before the click",
     CURRENCY_ERROR,
     *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id", "occurred_at"),
-    "currency must be a string",
+    CURRENCY_NOT_A_STRING,
 ]
 
 
@@ -402,7 +419,8 @@ class ConversionViewSet(viewsets.ViewSet):
             return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
 
         answer = idempotent_answer(
-            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record
+            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record,
+            test=request.auth.is_test,
         )
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.body, status=answer.status, headers=headers)

@@ -3,6 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from customers.models import Customer
+from lftrack.currencies import MONEY_MAX
 
 
 class ConversionEvent(models.Model):
@@ -42,6 +43,8 @@ class ConversionEvent(models.Model):
                 condition=Q(value_cents__isnull=True) | Q(event="sale", value_cents__gte=0),
                 name="conversions_event_value_on_sales_only",
             ),
+            # NOT VALID on a database that held larger values before (migration 0008; docs/api.md, "Money bounds").
+            models.CheckConstraint(condition=Q(value_cents__lte=MONEY_MAX), name="conversions_event_value_bounded"),
             models.CheckConstraint(
                 condition=Q(channel__in=["api", "pixel", "manual"]), name="conversions_event_channel_valid"
             ),
@@ -90,6 +93,7 @@ class Refund(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(amount_cents__gt=0), name="conversions_refund_amount_positive"),
+            models.CheckConstraint(condition=Q(amount_cents__lte=MONEY_MAX), name="conversions_refund_amount_bounded"),
             models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_refund_currency_code"),
             # The insert names this index (ON CONFLICT ... WHERE refund_id <> ''): conversions/refunds.py. Per mode.
             models.UniqueConstraint(
@@ -111,7 +115,7 @@ class Refund(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """The first answer to a request sent with `Idempotency-Key`, replayed for 24 hours."""
+    """The first answer to a request sent with `Idempotency-Key`, replayed for 24 hours to the same mode (live, test)."""
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=255)
@@ -119,9 +123,14 @@ class IdempotencyKey(models.Model):
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)  # null while in flight
     response_body = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField()
+    # Sent with a test token: a key names one request per mode, as an invoice_id and a refund_id do.
+    is_test = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "key"], name="conversions_idempotencykey_one_per_key"),
+            # The claim names it (ON CONFLICT): conversions/services.py.
+            models.UniqueConstraint(
+                fields=["workspace", "key", "is_test"], name="conversions_idempotencykey_one_per_key_and_mode"
+            ),
         ]
         indexes = [models.Index(fields=["created_at"], name="conversions_idemkey_age")]

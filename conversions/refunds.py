@@ -6,6 +6,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from conversions.models import ConversionEvent, Refund
+from lftrack.currencies import MONEY_MAX
 from lftrack.db import prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
 from webhooks.outbox import event_emit
@@ -13,6 +14,8 @@ from workspaces.models import Workspace
 
 REFUND_EXCEEDS = "refund exceeds the sale"
 NOT_A_SALE = "only a sale can be refunded"
+AMOUNT_TOO_LARGE = f"amount_cents must be at most {MONEY_MAX}"
+REFUND_ID_REUSED = "refund_id reused for a different sale or amount"
 
 # A refund repeating a refund_id inserts nothing (the unique index on it), whoever committed it first.
 _INSERT_SQL = (
@@ -41,13 +44,14 @@ def refund_record(
     The sale's row is locked (FOR NO KEY UPDATE: its refunds' foreign keys still insert) while its refunds are
     summed and this one is added, so concurrent refunds add up one after another and never exceed the sale
     (422 `refund exceeds the sale`). A `refund_id` the workspace has refunded before stores nothing and answers
-    that first refund, whatever the rest says, also under concurrent repeats (the unique index decides). A test
-    token (`test`) sees only test-mode sales, a live one only live sales: another mode's sale is unknown.
+    that first refund when this one names the same sale and amount (or none), also under concurrent repeats (the
+    unique index decides); another sale or amount is 422, as a reused Idempotency-Key is. A test token (`test`)
+    sees only test-mode sales, a live one only live sales: another mode's sale is unknown.
     """
     if refund_id:
         first = _refunded(workspace=workspace, refund_id=refund_id, test=test)
         if first is not None:
-            return first
+            return _repeated(first, sale_id=sale_id, amount_cents=amount_cents)
     sale = (
         ConversionEvent.objects.select_for_update(no_key=True)
         .filter(workspace=workspace, pk=sale_id, is_test=test)
@@ -62,6 +66,8 @@ def refund_record(
     amount = left if amount_cents is None else amount_cents
     if amount <= 0 or amount > left:
         raise Unprocessable(REFUND_EXCEEDS)
+    if amount > MONEY_MAX:  # all that is left of a sale stored before the bound: refund it in parts
+        raise Unprocessable(AMOUNT_TOO_LARGE)
     now = timezone.now()
     with prepared_cursor() as cursor:
         cursor.execute(_INSERT_SQL, {
@@ -74,7 +80,7 @@ def refund_record(
         first = _refunded(workspace=workspace, refund_id=refund_id, test=test)
         if first is None:  # it rolled back after all: nothing to answer with
             raise RuntimeError("refund_id conflict without a refund")
-        return first
+        return _repeated(first, sale_id=sale_id, amount_cents=amount_cents)
     refund = Refund(
         pk=row[0], workspace=workspace, conversion=sale, link_id=sale.link_id, amount_cents=amount, currency=sale.currency,
         sale_occurred_at=sale.occurred_at, reason=reason, refund_id=refund_id, is_test=sale.is_test, created_at=now,
@@ -82,6 +88,13 @@ def refund_record(
     sale.refunded_cents = refunded + amount
     sale_refunded_emit(sale=sale, refund=refund)
     return RefundResult(refund=refund, sale=sale, created=True)
+
+
+def _repeated(first: RefundResult, *, sale_id: int, amount_cents: int | None) -> RefundResult:
+    """`first`, the refund of this refund_id, if the request names its sale and its amount (or none: whatever it was)."""
+    if first.sale.pk != sale_id or amount_cents not in (None, first.refund.amount_cents):
+        raise Unprocessable(REFUND_ID_REUSED)
+    return first
 
 
 def _refunded(*, workspace: Workspace, refund_id: str, test: bool) -> RefundResult | None:

@@ -12,9 +12,17 @@ from conversions.api import (
     IDEMPOTENCY_KEY_REUSED,
     sale_money_out,
 )
-from conversions.refunds import NOT_A_SALE, REFUND_EXCEEDS, RefundResult, refund_record
+from conversions.refunds import (
+    AMOUNT_TOO_LARGE,
+    NOT_A_SALE,
+    REFUND_EXCEEDS,
+    REFUND_ID_REUSED,
+    RefundResult,
+    refund_record,
+)
 from conversions.services import Answer, idempotency_key_check, idempotent_answer, request_digest
 from lftrack.api import StrictCharField, StrictIntegerField, iso_utc, optional, parse, request_json
+from lftrack.currencies import MONEY_MAX
 from lftrack.db import as_id
 from lftrack.errors import NotFound
 from lftrack.openapi import error_responses, string_messages
@@ -25,14 +33,17 @@ AMOUNT_ERROR = "amount_cents must be a positive integer"
 
 class RefundInput(serializers.Serializer):
     amount_cents = StrictIntegerField(
-        min_value=1, required=False, allow_null=True, error_messages={"invalid": AMOUNT_ERROR},
-        help_text="How much, in the minor unit of the sale's currency; absent: all that is left of the sale.",
+        min_value=1, max_value=MONEY_MAX, required=False, allow_null=True,
+        error_messages={"invalid": AMOUNT_ERROR, "too_large": AMOUNT_TOO_LARGE},
+        help_text="How much, in the minor unit of the sale's currency, at most 2^53 - 1; absent: all that is left of "
+        "the sale.",
     )
     reason = StrictCharField(max_length=500, required=False, allow_null=True)
     refund_id = StrictCharField(
         max_length=255, required=False, allow_null=True,
-        help_text="The refund's id at your payment provider: a second refund with it stores nothing and answers 200 "
-        "with the first (`Idempotent-Replayed: true`), forever.",
+        help_text="The refund's id at your payment provider: a second refund with it, of the same sale and amount (or "
+        "none), stores nothing and answers 200 with the first (`Idempotent-Replayed: true`), forever; of another sale "
+        "or amount, 422.",
     )
 
 
@@ -71,7 +82,8 @@ def refund_out(result: RefundResult) -> dict:
 
 
 REFUND_ERRORS = [
-    AMOUNT_ERROR, REFUND_EXCEEDS, NOT_A_SALE, IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
+    AMOUNT_ERROR, AMOUNT_TOO_LARGE, REFUND_EXCEEDS, NOT_A_SALE, REFUND_ID_REUSED,
+    IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
     *string_messages("reason", "refund_id"),
 ]
 
@@ -100,8 +112,8 @@ class RefundViewSet(viewsets.ViewSet):
             ),
             200: OpenApiResponse(
                 RefundOut,
-                description="A `refund_id` the workspace has refunded before: that first refund, with "
-                "`Idempotent-Replayed: true`; nothing stored.",
+                description="A `refund_id` the workspace has refunded before, of the same sale and amount (or "
+                "none): that first refund, with `Idempotent-Replayed: true`; nothing stored.",
             ),
             **error_responses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503, e404=["unknown conversion"],
                               e422=REFUND_ERRORS),
@@ -129,6 +141,6 @@ class RefundViewSet(viewsets.ViewSet):
 
         # The key names this request on this sale: the same body on another sale is another request.
         digest = request_digest({"refund_of": sale_id, **request.data}) if key else ""
-        answer = idempotent_answer(workspace=workspace, key=key, digest=digest, answer=record)
+        answer = idempotent_answer(workspace=workspace, key=key, digest=digest, answer=record, test=request.auth.is_test)
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.body, status=answer.status, headers=headers)

@@ -264,9 +264,9 @@ _TABLE = IdempotencyKey._meta.db_table
 # its answer is replayed) or rolls back (then this request proceeds): never a double store, never a
 # unique-violation 500.
 _CLAIM_SQL = (
-    f"INSERT INTO {_TABLE} (workspace_id, key, request_digest, status_code, response_body, created_at)"
-    " VALUES (%s, %s, %s, NULL, NULL, %s)"
-    " ON CONFLICT (workspace_id, key) DO UPDATE SET request_digest = excluded.request_digest,"
+    f"INSERT INTO {_TABLE} (workspace_id, key, is_test, request_digest, status_code, response_body, created_at)"
+    " VALUES (%s, %s, %s, %s, NULL, NULL, %s)"
+    " ON CONFLICT (workspace_id, key, is_test) DO UPDATE SET request_digest = excluded.request_digest,"
     " status_code = NULL, response_body = NULL, created_at = excluded.created_at"
     f" WHERE {_TABLE}.created_at < %s RETURNING id"
 )
@@ -290,9 +290,10 @@ def idempotency_key_check(raw: str | None) -> str | None:
 
 
 def idempotent_answer(
-    *, workspace: Workspace, key: str | None, digest: str, answer: Callable[[], Answer]
+    *, workspace: Workspace, key: str | None, digest: str, answer: Callable[[], Answer], test: bool
 ) -> Answer:
-    """`answer()` once per (workspace, key) within the TTL; repeats get the stored answer back.
+    """`answer()` once per (workspace, key, mode) within the TTL; repeats get the stored answer back. `test`: sent
+    with a test token, whose keys never meet a live token's (neither replays the other's answer).
 
     Only successful answers are kept: `answer()` raising (a 422, a 500) rolls the claim back with
     everything else, so the client can correct the request and retry with the same key.
@@ -304,7 +305,7 @@ def idempotent_answer(
         stamp, cutoff = (connection.ops.adapt_datetimefield_value(t) for t in (now, now - IDEMPOTENCY_TTL))
         for _ in range(3):  # a purge can delete a stale row between the two statements; re-claim
             with prepared_cursor() as cursor:
-                cursor.execute(_CLAIM_SQL, [workspace.pk, key, digest, stamp, cutoff])
+                cursor.execute(_CLAIM_SQL, [workspace.pk, key, test, digest, stamp, cutoff])
                 claimed = cursor.fetchone()
             if claimed is not None:
                 result = answer()
@@ -312,10 +313,10 @@ def idempotent_answer(
                     status_code=result.status, response_body=result.body
                 )
                 return result
-            rows = IdempotencyKey.objects.filter(workspace=workspace, key=key).values_list(
+            rows = IdempotencyKey.objects.filter(workspace=workspace, key=key, is_test=test).values_list(
                 "request_digest", "status_code", "response_body"
             )
-            stored = next(iter(rows), None)  # unique per workspace and key
+            stored = next(iter(rows), None)  # unique per workspace, key and mode
             if stored is not None:
                 if stored[0] != digest:
                     raise Unprocessable("idempotency key reused with a different body")

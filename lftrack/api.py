@@ -206,7 +206,8 @@ class StrictURLField(StrictCharField):
 
 
 class StrictIntegerField(_NamedMessages, serializers.Field):
-    """A JSON integer (not a float, string or boolean) within [min_value, max_value]."""
+    """A JSON integer (not a float, string or boolean) within [min_value, max_value]; above max_value its
+    `too_large` message, when given, else `invalid`."""
 
     def __init__(self, *, min_value: int = 0, max_value: int = BIGINT_MAX, **kwargs):
         self.min_value = min_value
@@ -217,12 +218,13 @@ class StrictIntegerField(_NamedMessages, serializers.Field):
         super().bind(field_name, parent)
         if "invalid" not in self._explicit_messages:
             self.error_messages["invalid"] = f"{field_name} must be an integer"
+        self.error_messages.setdefault("too_large", self.error_messages["invalid"])
 
     def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
+        if isinstance(data, bool) or not isinstance(data, int) or data < self.min_value:
             self.fail("invalid")
-        if not self.min_value <= data <= self.max_value:
-            self.fail("invalid")
+        if data > self.max_value:
+            self.fail("too_large")
         return data
 
     def to_representation(self, value: Any) -> Any:

@@ -5,6 +5,10 @@ import iso4217
 # (gold, SDRs, the testing code) take no amounts.
 MINOR_UNITS: dict[str, int] = {currency.code: currency.exponent for currency in iso4217.Currency if currency.exponent is not None}
 DEFAULT_CURRENCY = "USD"
+# The most any one amount may be, in its currency's minor unit, in the API and in the database (CHECK
+# constraints): 2**53 - 1, the largest integer that a JSON consumer holding numbers as doubles (JavaScript)
+# reads exactly, and room for any real sale in any currency (docs/api.md, "Money bounds").
+MONEY_MAX = 2**53 - 1
 
 
 def currency_code(raw: str) -> str | None:

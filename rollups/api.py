@@ -11,7 +11,7 @@ from campaigns.models import Campaign
 from clicks.models import Link, Post
 from conversions.customers_api import RevenueOut
 from lftrack.api import READ_LIMITS, query_int
-from lftrack.errors import NotFound, Unprocessable
+from lftrack.errors import Forbidden, NotFound, Unprocessable
 from lftrack.openapi import PagedAutoSchema, error_responses
 from lftrack.ratelimit import rate_limit
 from rollups.selectors import GROUPS, daily_numbers
@@ -30,6 +30,9 @@ ANALYTICS_ERRORS = [
     "link_id must be an integer",
     "post_id must be an integer",
 ]
+# The totals count live data only, and test data read live would cost the shared database as much as a tenant's
+# test traffic grows: test tokens are refused (docs/api.md, "Test mode").
+TEST_TOKEN_REFUSED = "test tokens cannot read analytics"
 
 
 class NumbersOut(serializers.Serializer):
@@ -86,7 +89,8 @@ class AnalyticsViewSet(viewsets.ViewSet):
         f"last {DEFAULT_DAYS} days, today included; at most {MAX_DAYS} days), per day, link, post or campaign, exact "
         "at the moment of the request. Revenue is per currency, gross, refunded and net; a sale counts on the day it "
         "occurred (a backfill on its own day) and its refunds on the same day. Bot clicks and test-mode data are "
-        "never counted. Limits: 600 requests a minute per token and per client address.",
+        "never counted; a test token is refused (403). Limits: 600 requests a minute per token and per client "
+        "address.",
         tags=["analytics"],
         parameters=[
             OpenApiParameter("since", OpenApiTypes.DATE, description=f"First UTC day; by default {DEFAULT_DAYS - 1} days before `until`."),
@@ -99,7 +103,7 @@ class AnalyticsViewSet(viewsets.ViewSet):
         ],
         responses={
             200: OpenApiResponse(AnalyticsOut, description="The numbers."),
-            **error_responses(400, 401, 403, 404, 422, 429, 500, 503,
+            **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e403=["forbidden", TEST_TOKEN_REFUSED],
                               e404=["unknown link", "unknown post", "unknown campaign"], e422=ANALYTICS_ERRORS),
         },
         examples=[
@@ -125,6 +129,8 @@ class AnalyticsViewSet(viewsets.ViewSet):
     )
     @rate_limit(*READ_LIMITS)
     def list(self, request) -> Response:
+        if request.auth.is_test:
+            raise Forbidden(TEST_TOKEN_REFUSED)
         params = request.query_params
         workspace_id = request.auth.workspace_id
         until = query_date(params, "until") or timezone.now().date()

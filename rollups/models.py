@@ -24,6 +24,9 @@ class Numbers(models.Model):
     clicks = models.BigIntegerField(default=0, db_default=0)
     leads = models.BigIntegerField(default=0, db_default=0)
     sales = models.BigIntegerField(default=0, db_default=0)
+    # bigint, not numeric: a sum past 2**63 - 1 (1,025 sales of the largest amount on one link and day) fails that
+    # link's roll-up alone, which is left out and logged (rollups/services.py, `_rows_add`); numeric sums made every
+    # workspace-wide read a fifth slower (docs/benchmarks.md, "Money sums: bigint, not numeric").
     revenue_cents = models.BigIntegerField(default=0, db_default=0)  # gross, in the currency's minor unit
     refunded_cents = models.BigIntegerField(default=0, db_default=0)  # refunds of those sales, whenever they came
 

@@ -264,7 +264,9 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
             + (f" AND x.{source.moment} >= %(start)s AND x.{source.moment} < %(end)s" if days else "")
             + " GROUP BY 1, 2"
         )
-    sums = ", ".join(f"SUM({column})::bigint" for column in _COLUMNS)
+    # Money summed in numeric (no cast back): a workspace's total of many links may pass bigint, and its reader
+    # gets the figure, not an error (rollups/models.py, Numbers).
+    sums = ", ".join(f"SUM({number.name})" + ("" if number.money else "::bigint") for number in LINK_NUMBERS)
     return f"SELECT key, currency, {sums} FROM ({' UNION ALL '.join(parts)}) n GROUP BY 1, 2"
 
 
@@ -278,7 +280,7 @@ def _grouped(*, totals: type[models.Model], group: str, scope: str, params: dict
         rows = cursor.fetchall()
     groups: dict = {}
     for key, currency, *values in rows:
-        groups.setdefault(key, []).append((currency, dict(zip(_COLUMNS, values))))
+        groups.setdefault(key, []).append((currency, dict(zip(_COLUMNS, map(int, values)))))
     return groups
 
 

@@ -7,9 +7,10 @@ Enrollments, sends and suppressions change state: triggers (migrations 0003, 000
 campaign's numbers in the same statement as an append-only row of CampaignNumberDelta, rolled up the same way
 (the sends' rows into the campaign totals and, per step and UTC day, into DailyStepSends).
 """
+import logging
 import time
 
-from django.db import connection, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
@@ -27,6 +28,7 @@ from rollups.models import (
 from rollups.selectors import CLICK_KINDS, LINK_NUMBERS, SOURCES, Source
 
 WRITER_WAIT_SECONDS = 10.0
+logger = logging.getLogger("lftrack.rollups")
 
 _CAMPAIGNS = CampaignTotals._meta.db_table
 _DELTAS = CampaignNumberDelta._meta.db_table
@@ -34,9 +36,15 @@ _STEPS = DailyStepSends._meta.db_table
 _NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed", "sends", "complaints", "unsubscribes"]
 
 
-def _link_add_sql(source: Source, totals: type) -> str:
-    """The statement that adds `source`'s counted rows in (from, to] to `totals` (LinkTotals, or DailyTotals
-    by the rows' UTC day), per link and currency: its numbers of LINK_NUMBERS in their columns."""
+# The rows a statement adds: ids in (after, upto]; narrowed, those of some links or campaigns (%(units)s) only.
+_RANGE = "x.id > %(after)s AND x.id <= %(upto)s"
+# What each source's rows are added up per, and narrowed by when a statement fails: the link or the campaign.
+_UNITS = {**{model: "x.link_id" for model in SOURCES}, CampaignLead: "x.campaign_id", CampaignNumberDelta: "x.campaign_id"}
+
+
+def _link_add_sql(source: Source, totals: type, rows: str) -> str:
+    """The statement that adds `source`'s counted `rows` to `totals` (LinkTotals, or DailyTotals by the rows' UTC
+    day), per link and currency: its numbers of LINK_NUMBERS in their columns."""
     keys = ["link_id", *(["day"] if totals is DailyTotals else []), "currency"]
     exprs = ["x.link_id", *([source.day] if totals is DailyTotals else []), source.currency]
     mine = [number for number in LINK_NUMBERS if number.source is source.model]
@@ -44,48 +52,65 @@ def _link_add_sql(source: Source, totals: type) -> str:
     return (
         f"INSERT INTO {table} (workspace_id, {', '.join(keys)}, {', '.join(number.name for number in mine)})"
         f" SELECT MIN(x.workspace_id), {', '.join(exprs)}, {', '.join(number.sql() for number in mine)}"
-        f" FROM {source.table} x WHERE x.id > %s AND x.id <= %s AND {source.where}"
+        f" FROM {source.table} x WHERE {rows} AND {source.where}"
         f" GROUP BY {', '.join(str(n) for n in range(2, len(keys) + 2))}"
         f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET"
         f" {', '.join(f'{n.name} = {table}.{n.name} + excluded.{n.name}' for n in mine)}"
     )
 
 
-# One set-based statement per source and totals table: the rows in (from, to] grouped per link (and day) and
-# currency, or per campaign, added in. MIN(workspace_id): a link's rows all carry its workspace.
-_ADD_SQL = {
-    **{model: [_link_add_sql(source, totals) for totals in (LinkTotals, DailyTotals)] for model, source in SOURCES.items()},
-    CampaignLead: [
-        f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads)"
-        f" SELECT campaign_id, MIN(workspace_id), COUNT(*) FROM {CampaignLead._meta.db_table}"
-        f" WHERE id > %s AND id <= %s GROUP BY campaign_id"
-        f" ON CONFLICT (campaign_id) DO UPDATE SET leads = {_CAMPAIGNS}.leads + excluded.leads"
-    ],
+def _add_sql(model: type, *, narrowed: bool) -> list[str]:
+    """The set-based statements that add `model`'s rows in (after, upto] (`narrowed`: of the units in %(units)s)
+    into the totals, grouped per link (and day) and currency, or per campaign. MIN(workspace_id): a link's rows
+    all carry its workspace."""
+    rows = _RANGE + (f" AND {_UNITS[model]} = ANY(%(units)s)" if narrowed else "")
+    if model in SOURCES:
+        source = SOURCES[model]
+        statements = [_link_add_sql(source, totals, rows) for totals in (LinkTotals, DailyTotals)]
+        if model is Click:  # the dashboard's breakdowns: each click once per kind (device, browser, referrer) and UTC day
+            kinds = DailyClickKinds._meta.db_table
+            statements.append(
+                f"INSERT INTO {kinds} (workspace_id, link_id, day, kind, value, clicks)"
+                f" SELECT MIN(x.workspace_id), x.link_id, {source.day}, k.kind, k.value, COUNT(*)"
+                f" FROM {source.table} x {CLICK_KINDS} WHERE {rows} AND {source.where} GROUP BY 2, 3, 4, 5"
+                f" ON CONFLICT (link_id, day, kind, value) DO UPDATE SET clicks = {kinds}.clicks + excluded.clicks"
+            )
+        return statements
+    if model is CampaignLead:
+        return [
+            f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads)"
+            f" SELECT x.campaign_id, MIN(x.workspace_id), COUNT(*) FROM {CampaignLead._meta.db_table} x"
+            f" WHERE {rows} GROUP BY x.campaign_id"
+            f" ON CONFLICT (campaign_id) DO UPDATE SET leads = {_CAMPAIGNS}.leads + excluded.leads"
+        ]
     # The join skips the deltas of campaigns deleted since (the log has no foreign key).
-    CampaignNumberDelta: [
+    return [
         f"INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {', '.join(_NUMBERS)})"
-        f" SELECT d.campaign_id, MIN(c.workspace_id), 0, {', '.join(f'SUM(d.{n})' for n in _NUMBERS)}"
-        f" FROM {_DELTAS} d JOIN {Campaign._meta.db_table} c ON c.id = d.campaign_id"
-        f" WHERE d.id > %s AND d.id <= %s GROUP BY d.campaign_id"
+        f" SELECT x.campaign_id, MIN(c.workspace_id), 0, {', '.join(f'SUM(x.{n})' for n in _NUMBERS)}"
+        f" FROM {_DELTAS} x JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id"
+        f" WHERE {rows} GROUP BY x.campaign_id"
         f" ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = {_CAMPAIGNS}.{n} + excluded.{n}' for n in _NUMBERS)}",
         # The sends' rows also per step and UTC day (migration 0007): the campaign page's funnel.
         f"INSERT INTO {_STEPS} (campaign_id, position, day, sent, failed)"
-        f" SELECT d.campaign_id, d.position, d.day, SUM(d.sends), SUM(d.failed)"
-        f" FROM {_DELTAS} d JOIN {Campaign._meta.db_table} c ON c.id = d.campaign_id"
-        f" WHERE d.id > %s AND d.id <= %s AND d.position IS NOT NULL GROUP BY 1, 2, 3"
+        f" SELECT x.campaign_id, x.position, x.day, SUM(x.sends), SUM(x.failed)"
+        f" FROM {_DELTAS} x JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id"
+        f" WHERE {rows} AND x.position IS NOT NULL GROUP BY 1, 2, 3"
         f" ON CONFLICT (campaign_id, position, day) DO UPDATE SET sent = {_STEPS}.sent + excluded.sent,"
         f" failed = {_STEPS}.failed + excluded.failed",
-    ],
-}
+    ]
 
-# The dashboard's breakdowns: each click counts once per kind (device, browser, referrer) on its UTC day.
-_ADD_SQL[Click].append(
-    f"INSERT INTO {DailyClickKinds._meta.db_table} (workspace_id, link_id, day, kind, value, clicks)"
-    f" SELECT MIN(x.workspace_id), x.link_id, {SOURCES[Click].day}, k.kind, k.value, COUNT(*)"
-    f" FROM {Click._meta.db_table} x {CLICK_KINDS} WHERE x.id > %s AND x.id <= %s AND {SOURCES[Click].where}"
-    f" GROUP BY 2, 3, 4, 5"
-    f" ON CONFLICT (link_id, day, kind, value) DO UPDATE SET clicks = {DailyClickKinds._meta.db_table}.clicks + excluded.clicks"
-)
+
+def _units_sql(model: type) -> str:
+    """The units (links or campaigns) with rows in (after, upto], each with its workspace (None: a campaign gone)."""
+    if model is CampaignNumberDelta:
+        return (f"SELECT x.campaign_id, MIN(c.workspace_id) FROM {_DELTAS} x"
+                f" LEFT JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id WHERE {_RANGE} GROUP BY 1")
+    return f"SELECT {_UNITS[model]}, MIN(x.workspace_id) FROM {model._meta.db_table} x WHERE {_RANGE} GROUP BY 1"
+
+
+_ADD_SQL = {model: _add_sql(model, narrowed=False) for model in _UNITS}
+_ADD_NARROWED_SQL = {model: _add_sql(model, narrowed=True) for model in _UNITS}
+_UNITS_SQL = {model: _units_sql(model) for model in _UNITS}
 
 # Counted from the source tables, for --rebuild: the same numbers the triggers log changes of (test mode's
 # enrollments and suppressions left out; a test send is neither sent nor complained of).
@@ -160,7 +185,8 @@ def settled_max_id(*, table: str, wait_seconds: float) -> int | None:
 def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
     """Adds `model`'s rows above its watermark into the totals and moves the watermark, in one transaction
     (a reader sees both or neither). Concurrent runs queue on the watermark row. Returns the new watermark,
-    or None when a writer kept the table open (nothing changes; the next run catches up)."""
+    or None when a writer kept the table open (nothing changes; the next run catches up). Rows that cannot be
+    added are left out, link by link or campaign by campaign (`_rows_add`): they never hold up the others."""
     table = model._meta.db_table
     Watermark.objects.bulk_create([Watermark(source=table)], ignore_conflicts=True)
     mark = Watermark.objects.select_for_update().get(source=table)
@@ -169,17 +195,72 @@ def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
         return None
     if top > mark.last_id:
         with connection.cursor() as cursor:
-            for statement in _ADD_SQL[model]:
-                cursor.execute(statement, [mark.last_id, top])
-            if model is CampaignNumberDelta:  # a log, not data: its rows are in the totals now
+            # Foreign keys checked by each statement, not at commit: a link or campaign deleted meanwhile fails the
+            # statement that added its rows, where it can be left out, not the commit of everyone's.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        _rows_add(model=model, rows={"after": mark.last_id, "upto": top})
+        if model is CampaignNumberDelta:  # a log, not data: its rows are in the totals now
+            with connection.cursor() as cursor:
                 cursor.execute(f"DELETE FROM {table} WHERE id <= %s", [top])
         Watermark.objects.filter(pk=mark.pk).update(last_id=top, rolled_up_at=timezone.now())
     return max(top, mark.last_id)
 
 
+def _rows_add(*, model: type, rows: dict) -> None:
+    """Adds `model`'s rows with ids in `rows` ({"after", "upto"}) into the totals. When the set-based statements
+    fail on the rows' data (an integrity or data error), they run again per half of the units (links or
+    campaigns) those rows belong to, on a fresh snapshot, halving the failing halves down to single units;
+    a unit that still fails is left out of the totals and logged, one JSON line per workspace and pass. The
+    others' rows go in all the same, and the watermark moves past them all (`roll_up_numbers --rebuild`
+    counts the rows left out again, once their cause is mended)."""
+    if _added(_ADD_SQL[model], rows) is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(_UNITS_SQL[model], rows)
+        workspace_of = dict(cursor.fetchall())
+    groups, failed = [sorted(workspace_of)], {}
+    while groups:
+        units = groups.pop()
+        error = _added(_ADD_NARROWED_SQL[model], {**rows, "units": units}) if units else None
+        if error is not None and len(units) == 1:
+            failed[units[0]] = error
+        elif error is not None:
+            groups += [units[: len(units) // 2], units[len(units) // 2 :]]
+    left_out: dict[int | None, list[int]] = {}
+    for unit in failed:
+        left_out.setdefault(workspace_of[unit], []).append(unit)
+    for workspace_id, units in left_out.items():
+        cause = failed[units[0]].__cause__
+        logger.warning("roll-up left rows out", extra={
+            "source": model._meta.db_table, "workspace_id": workspace_id, _UNITS[model].removeprefix("x."): units,
+            "after_id": rows["after"], "up_to_id": rows["upto"], "sqlstate": getattr(cause, "sqlstate", None),
+            "error": getattr(getattr(cause, "diag", None), "message_primary", None),
+        })
+
+
+def _added(statements: list[str], params: dict) -> DatabaseError | None:
+    """Runs `statements` in a savepoint: None, or the integrity or data error that undid them all."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement, params)
+    except (DataError, IntegrityError) as error:
+        return error
+    return None
+
+
 def numbers_roll_up(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, int | None]:
-    """Every source in turn: `{table: watermark}` (None: skipped this time, a writer stayed open)."""
-    return {model._meta.db_table: source_roll_up(model=model, wait_seconds=wait_seconds) for model in _ADD_SQL}
+    """Every source in turn, each in its own transaction: `{table: watermark}` (None: not moved this time, because
+    a writer stayed open or the source's roll-up failed; a failure is logged and the other sources go on)."""
+    result: dict[str, int | None] = {}
+    for model in _ADD_SQL:
+        table = model._meta.db_table
+        try:
+            result[table] = source_roll_up(model=model, wait_seconds=wait_seconds)
+        except DatabaseError:
+            logger.exception("roll-up of a source failed", extra={"source": table})
+            result[table] = None
+    return result
 
 
 @transaction.atomic

@@ -6,6 +6,7 @@ import time_machine
 
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer, CustomerActivity
+from lftrack.currencies import MONEY_MAX
 from tests.conftest import ApiClient, assert_api_error, run_in_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
 
@@ -128,7 +129,7 @@ def test_sale_without_a_value_is_stored_without_revenue(api, acme_token, click):
     assert ConversionEvent.objects.get().value_cents is None
 
 
-@pytest.mark.parametrize("value", [0, 1, 2**63 - 1])
+@pytest.mark.parametrize("value", [0, 1, MONEY_MAX])
 def test_sale_values_are_stored_as_sent(api, acme_token, click, value):
     assert api.post(URL, {"event": "sale", "click_id": click.click_id, "value_cents": value}, token=acme_token).status_code == 201
     assert ConversionEvent.objects.get().value_cents == value
@@ -194,7 +195,8 @@ REJECTED = [
     (conversion("{click}", value_cents=True), "value_cents must be a non-negative integer"),
     (conversion("{click}", value_cents=False), "value_cents must be a non-negative integer"),
     (conversion("{click}", value_cents=[100]), "value_cents must be a non-negative integer"),
-    (conversion("{click}", value_cents=2**63), "value_cents must be a non-negative integer"),
+    (conversion("{click}", value_cents=MONEY_MAX + 1), f"value_cents must be at most {MONEY_MAX}"),
+    (conversion("{click}", value_cents=2**63), "value_cents must be at most 9007199254740991"),
     # event_name
     (conversion("{click}", event_name=5), "event_name must be a string"),
     (conversion("{click}", event_name="e" * 256), "event_name is too long"),

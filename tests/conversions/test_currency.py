@@ -50,6 +50,15 @@ def test_an_unknown_currency_is_422_and_stores_nothing(api, acme, acme_token, cu
     assert not ConversionEvent.objects.exists()
 
 
+@pytest.mark.parametrize("currency", ["nonsense", "XYZ", "", 978, ["EUR"], {"code": "EUR"}, True, "x" * 5000])
+def test_a_leads_currency_is_ignored_whatever_it_holds(api, acme, acme_token, currency):
+    """docs/api.md: currency is for sales only, ignored on a lead, as value_cents is."""
+    click = ClickFactory(link__post__workspace=acme)
+    resp = api.post(URL, {"event": "lead", "click_id": click.click_id, "currency": currency}, token=acme_token)
+    assert resp.status_code == 201
+    assert ConversionEvent.objects.get().currency == "USD"  # the workspace's, unused on a lead
+
+
 @pytest.mark.parametrize("currency, value, shown", [("JPY", 5000, "5,000 JPY"), ("KWD", 1500, "1.500 KWD"),
                                                     ("USD", 49000, "490.00 USD"), ("CLF", 12345, "1.2345 CLF")])
 def test_zero_two_and_three_decimal_currencies_keep_their_minor_units(api, acme, acme_token, currency, value, shown):

@@ -14,6 +14,7 @@ from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer
 from tests.conftest import ApiClient, assert_api_error, start_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
+from workspaces.services import api_token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,27 @@ def test_keys_are_scoped_to_the_workspace(api, acme_token, globex_token, click):
     # Another token of the same workspace replays (the key belongs to the workspace).
     second_token = ApiTokenFactory(workspace=acme_token.workspace)
     assert post(api, sale(click), second_token, "shared-key")["Idempotent-Replayed"] == "true"
+
+
+def test_a_test_token_never_replays_a_live_answer_nor_takes_its_key(api, acme, acme_token, click):
+    """Keys are per mode, as invoice ids and refund ids are: a test request and a live one with the same key and
+    body are two requests, whichever comes first, and each mode replays only its own answers."""
+    test_token = api_token_create(workspace=acme, name="trying", test=True).secret
+    test_first = post(api, sale(click), test_token, "order-1")
+    live = post(api, sale(click), acme_token, "order-1")
+    assert (test_first.status_code, live.status_code) == (201, 201) and "Idempotent-Replayed" not in live
+    assert live.json()["id"] != test_first.json()["id"]
+    assert ConversionEvent.objects.get(pk=live.json()["id"]).is_test is False  # the live sale is recorded
+    live_first = post(api, sale(click), acme_token, "order-2")
+    test_later = post(api, sale(click), test_token, "order-2")
+    assert "Idempotent-Replayed" not in test_later and test_later.json()["id"] != live_first.json()["id"]
+    assert ConversionEvent.objects.get(pk=test_later.json()["id"]).is_test is True
+    for token, first in ((acme_token, live), (test_token, test_first)):  # each mode replays its own
+        again = post(api, sale(click), token, "order-1")
+        assert again["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert ConversionEvent.objects.count() == 4
+    assert sorted(IdempotencyKey.objects.values_list("key", "is_test")) == [
+        ("order-1", False), ("order-1", True), ("order-2", False), ("order-2", True)]
 
 
 def test_a_rejected_request_does_not_use_up_its_key(api, acme_token, click):

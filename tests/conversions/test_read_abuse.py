@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import assert_api_error
 from tests.factories import CampaignFactory, ClickFactory, ConversionEventFactory, CustomerFactory, EnrollmentFactory
+from workspaces.services import api_token_create
 
 pytestmark = pytest.mark.django_db
 PAGED = ["/api/v1/conversions", "/api/v1/customers", "/api/v1/campaigns/spring/enrollments"]
@@ -87,3 +88,10 @@ def test_ext_lookup_with_dots_and_odd_characters_finds_the_one_customer(api, acm
 @pytest.mark.parametrize("pk", ["²", "9" * 5000, "9223372036854775808", "-1"])
 def test_odd_webhook_ids_are_404(api, acme_token, pk):
     assert_api_error(api.get(f"/api/v1/webhooks/{pk}", token=acme_token), 404, "unknown webhook")
+
+
+def test_a_test_token_reads_no_live_numbers_from_analytics(api, acme, rows):
+    """The analytics count live data only: a test token is refused, whatever it asks, and learns no number."""
+    test_token = api_token_create(workspace=acme, name="trying", test=True).secret
+    for params in ({}, {"group_by": "link"}, {"group_by": "campaign", "since": "2026-01-01"}, {"link_id": "1"}):
+        assert_api_error(api.get("/api/v1/analytics", params, token=test_token), 403, "test tokens cannot read analytics")

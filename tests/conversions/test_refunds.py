@@ -89,10 +89,22 @@ def test_a_token_without_conversions_write_is_403(api, acme, eur_sale):
 @pytest.mark.django_db
 def test_a_repeated_refund_id_answers_the_first_refund_and_stores_nothing(api, acme_token, eur_sale):
     first = api.post(URL.format(eur_sale.pk), {"amount_cents": 100, "refund_id": "re_9"}, token=acme_token)
-    repeat = api.post(URL.format(eur_sale.pk), {"amount_cents": 999, "refund_id": "re_9"}, token=acme_token)
-    assert (first.status_code, repeat.status_code, repeat["Idempotent-Replayed"]) == (201, 200, "true")
-    assert repeat.json() == first.json()
+    for repeat_body in ({"amount_cents": 100, "refund_id": "re_9", "reason": "again"}, {"refund_id": "re_9"}):
+        repeat = api.post(URL.format(eur_sale.pk), repeat_body, token=acme_token)
+        assert (first.status_code, repeat.status_code, repeat["Idempotent-Replayed"]) == (201, 200, "true")
+        assert repeat.json() == first.json()
     assert Refund.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_refund_id_reused_for_another_sale_or_amount_is_422_and_stores_nothing(api, acme, acme_token, eur_sale):
+    other = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=5000, currency="EUR")
+    api.post(URL.format(eur_sale.pk), {"amount_cents": 100, "refund_id": "re_9"}, token=acme_token)
+    for pk, body in [(eur_sale.pk, {"amount_cents": 999, "refund_id": "re_9"}),
+                     (other.pk, {"amount_cents": 100, "refund_id": "re_9"}), (other.pk, {"refund_id": "re_9"})]:
+        assert_api_error(api.post(URL.format(pk), body, token=acme_token), 422,
+                         "refund_id reused for a different sale or amount")
+    assert list(Refund.objects.values_list("conversion_id", "amount_cents")) == [(eur_sale.pk, 100)]
 
 
 @pytest.mark.django_db
@@ -126,10 +138,14 @@ def test_sixteen_concurrent_partial_refunds_never_exceed_the_sale(acme, acme_tok
 
 @pytest.mark.django_db(transaction=True)
 def test_sixteen_concurrent_repeats_of_a_refund_id_store_one(acme, acme_token):
+    """Half of them with another amount: whichever amount commits first, the repeats of it answer that refund and
+    the others are 422."""
     sale = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=10000)
-    results = refund_threads(sale, acme_token, lambda i: {"amount_cents": 100 + i, "refund_id": "re_same"})
-    assert sorted(status for status, _ in results) == [200] * 15 + [201]
-    assert len({body["id"] for _, body in results}) == 1 and Refund.objects.count() == 1
+    results = refund_threads(sale, acme_token, lambda i: {"amount_cents": 100 + i % 2, "refund_id": "re_same"})
+    stored = Refund.objects.get()
+    assert sorted(status for status, _ in results) == [200] * 7 + [201] + [422] * 8
+    assert {body["id"] for status, body in results if status < 300} == {stored.pk}
+    assert {body["error"] for status, body in results if status == 422} == {"refund_id reused for a different sale or amount"}
 
 
 @pytest.mark.django_db
