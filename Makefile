@@ -31,9 +31,11 @@ $(TEST_STAMP): $(STAMP)
 	@umask 077 && $(PYTHON) -c 'import secrets; print("# Development settings for manage.py in this checkout, written by make run (git-ignored).\n# The environment wins over them; production sets its own (README, Running in production).\nDEBUG=1\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\n# embedded: the embedded PostgreSQL in .pgdata/ (lftrack/devdb.py); or postgres://USER@HOST:5432/NAME\nDATABASE_URL=embedded")' > .env
 	@echo "make: wrote .env (DEBUG=1, a new SECRET_KEY, the embedded database) for manage.py"
 
-# make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one.
+# make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one. Webhook endpoints on
+# this machine (http://127.0.0.1:...) are allowed, for a local receiver (README, "Webhooks").
+DEV := DEBUG=1 WEBHOOKS_ALLOW_PRIVATE_NETWORKS=1
 run: $(STAMP) .env
-	@DEBUG=1 $(DB) sh -c '\
+	@$(DEV) $(DB) sh -c '\
 	  $(PY) manage.py migrate --noinput && \
 	  $(PY) manage.py demo | $(PY) -m json.tool && \
 	  exec $(PY) manage.py runserver 127.0.0.1:8000'
@@ -58,11 +60,11 @@ openapi: $(TEST_STAMP)
 
 # The sequence sender beside make run (another terminal): mails what falls due, to the console.
 sender: $(STAMP) .env
-	@DEBUG=1 $(DB) $(PY) manage.py send_due_emails
+	@$(DEV) $(DB) $(PY) manage.py send_due_emails
 
 # The background worker beside make run (another terminal): webhook deliveries and the periodic jobs.
 worker: $(STAMP) .env
-	@DEBUG=1 $(DB) $(PY) manage.py procrastinate worker
+	@$(DEV) $(DB) $(PY) manage.py procrastinate worker
 
 # Stops nothing: the embedded server stops when the last command using it exits.
 clean:
