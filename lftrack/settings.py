@@ -94,6 +94,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "lftrack.logs.RequestLogMiddleware",
+    "lftrack.middleware.ProbeMiddleware",  # before SecurityMiddleware and CommonMiddleware: no host check, no redirect
     "lftrack.deadline.DeadlineMiddleware",
     "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
