@@ -17,6 +17,7 @@ from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent.parent / ".pgdata"
 DATABASE = "lftrack"
+_OFF = {"0", "false", "no", "off", ""}  # DEBUG's false values (lftrack/settings.py, env_bool)
 
 
 def embedded_url() -> str:
@@ -64,9 +65,8 @@ def env_file() -> Path | None:
     return Path(path) if path and Path(path).is_file() else None
 
 
-def _database_url_of_env_file() -> str:
-    """DATABASE_URL as `.env` sets it, read by django-environ into a dict of its own: the rest of the
-    file (DEBUG=1, ...) must not reach COMMAND (make test runs the suite without DEBUG)."""
+def env_file_values() -> dict[str, str]:
+    """What the development settings file sets, read by django-environ into a dict of its own."""
     import environ
 
     class FileOnly(environ.Env):
@@ -75,7 +75,30 @@ def _database_url_of_env_file() -> str:
     path = env_file()
     if path is not None:
         FileOnly.read_env(str(path))
-    return FileOnly.ENVIRON.get("DATABASE_URL", "")
+    return FileOnly.ENVIRON
+
+
+def env_file_read() -> None:
+    """manage.py's start: the development settings file's values go into the environment, under what the
+    environment sets itself. Never in a deployment's environment (one that sets SECRET_KEY, or turns DEBUG
+    off) when the file would turn DEBUG on: a `.env` left by `make run` in a deployed checkout would
+    otherwise run its commands with DEBUG and the file's key. Then one line, and no command runs."""
+    values = env_file_values()
+    debug = os.environ.get("DEBUG")
+    deployed = debug.strip().lower() in _OFF if debug is not None else bool(os.environ.get("SECRET_KEY"))
+    if deployed and values.get("DEBUG", "").strip().lower() not in _OFF:
+        sys.exit(
+            f"manage.py: {env_file()} holds development settings (DEBUG on, from `make run`) and this environment "
+            "is a deployment's (it sets SECRET_KEY or DEBUG off): delete the file, or set ENV_FILE= to read none"
+        )
+    for name, value in values.items():
+        os.environ.setdefault(name, value)
+
+
+def _database_url_of_env_file() -> str:
+    """DATABASE_URL as `.env` sets it: the rest of the file (DEBUG=1, ...) must not reach COMMAND (make test
+    runs the suite without DEBUG)."""
+    return env_file_values().get("DATABASE_URL", "")
 
 
 def main(command: list[str]) -> int:

@@ -1,7 +1,9 @@
 """Settings, all from the environment (README, "Configuration"); one module for every deployment."""
 import re
+import warnings
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import unquote
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -143,13 +145,30 @@ TEMPLATES = [
 
 # PostgreSQL only. `make run` and `make test` set DATABASE_URL to the embedded server when the
 # environment has none (lftrack/devdb.py).
+_DATABASE_URL_FORMS = "postgres://USER:PASSWORD@HOST:5432/NAME, or for a Unix socket postgres://USER@/NAME?host=/run/postgresql"
+
+
+def database_from_url(url: str) -> dict:
+    """DATABASE_URL as Django's database settings. A Unix socket's directory goes in `?host=`, or
+    percent-encoded as the host (`postgres://USER@%2Frun%2Fpostgresql/NAME`, libpq's form). A URL that is
+    none of these is one line naming the forms, never a traceback, and never the URL (it holds a password)."""
+    if url == "embedded":
+        raise ImproperlyConfigured("DATABASE_URL=embedded works through manage.py and make only; set a postgres:// URL")
+    try:
+        with warnings.catch_warnings():  # django-environ's warning about an unknown scheme prints the password
+            warnings.simplefilter("ignore")
+            config = environ.Env.db_url_config(url)
+    except Exception as error:  # django-environ's ValueError, KeyError, ... on a malformed URL
+        raise ImproperlyConfigured(f"DATABASE_URL is not a URL it can read ({type(error).__name__}): {_DATABASE_URL_FORMS}") from None
+    if config.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(f"DATABASE_URL must be a PostgreSQL URL: {_DATABASE_URL_FORMS}")
+    config["HOST"] = unquote(config["HOST"])  # django-environ leaves a percent-encoded host (a socket's path) as it is
+    return config
+
+
 if not env.str("DATABASE_URL", default=""):
-    raise ImproperlyConfigured("DATABASE_URL is required (postgres://USER@HOST:5432/NAME)")
-if env.str("DATABASE_URL") == "embedded":
-    raise ImproperlyConfigured("DATABASE_URL=embedded works through manage.py and make only; set a postgres:// URL")
-DATABASES = {"default": env.db_url("DATABASE_URL")}
-if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-    raise ImproperlyConfigured("DATABASE_URL must be a PostgreSQL URL (postgres://USER@HOST:5432/NAME)")
+    raise ImproperlyConfigured(f"DATABASE_URL is required: {_DATABASE_URL_FORMS}")
+DATABASES = {"default": database_from_url(env.str("DATABASE_URL"))}
 # Django's backend with a health check that asks the socket instead of the server (SELECT 1).
 DATABASES["default"]["ENGINE"] = "lftrack.postgresql"
 # Persistent connections: the API's hot paths must not pay a new connection per request.
