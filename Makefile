@@ -40,19 +40,23 @@ run: $(STAMP) .env
 	  $(PY) manage.py demo | $(PY) -m json.tool && \
 	  exec $(PY) manage.py runserver 127.0.0.1:8000'
 
-# With DATABASE_URL set the suite runs on that server; without it, on the embedded one.
+# With DATABASE_URL set the suite runs on that server; without it, on the embedded one. With REDIS_URL set,
+# on that Redis; without it, on a private redis-server of its own (lftrack/devdb.py, private_redis). -rs:
+# every skipped test says why.
 test: $(TEST_STAMP) sysdeps
-	$(DB) $(PY) -m pytest
+	$(DB) --redis $(PY) -m pytest -rs
 
-# The browser tests drive Debian's Chromium, the fault tests run nginx: installed when missing, where
-# apt-get can (as root); elsewhere those tests skip, saying what they need.
-SYSDEPS := chromium chromedriver nginx
+# The browser tests drive Debian's Chromium, the fault tests run nginx, the Redis tests a redis-server:
+# installed when missing, where apt-get can (as root); elsewhere those tests skip, saying what they need.
+# Redis from Debian rather than a wheel: the wheels that ship redis-server binaries are unmaintained
+# (Redis 6, none for Python 3.12 or 3.13), Debian's gets security updates.
+SYSDEPS := chromium chromedriver nginx redis-server
 sysdeps:
 	@missing=$$(for c in $(SYSDEPS); do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  echo "make: installing chromium, chromium-driver and nginx (missing: $$missing)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx >/dev/null; \
-	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser or front-proxy tests will skip"; fi
+	  echo "make: installing chromium, chromium-driver, nginx and redis-server (missing: $$missing)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx redis-server >/dev/null; \
+	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser, front-proxy or Redis tests will skip"; fi
 
 # Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
 openapi: $(TEST_STAMP)

@@ -1,6 +1,7 @@
 """The operator CLI: one JSON object on stdout, a one-line error and non-zero exit on bad input."""
 import json
 import os
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -251,3 +252,29 @@ def test_make_run_and_make_test_take_the_database_of_the_env_file(tmp_path):
         cwd=BASE_DIR, env={**environment, "ENV_FILE": str(tmp_path / ".env")}, capture_output=True, text=True, timeout=60,
     )
     assert result.stdout.split() == ["postgres://someone@db.example:5432/theirs", os.environ.get("DEBUG", "None")]
+
+
+def test_make_test_runs_on_a_redis_of_its_own_where_none_is_named():
+    """A fresh machine has no REDIS_URL: `make test` starts a private redis-server for the suite, so the tests
+    of what needs Redis run instead of skipping, and stops it after. A named Redis is used as it is."""
+    import shutil
+
+    from tests.conftest import database_url
+
+    if not shutil.which("redis-server"):
+        pytest.skip("needs redis-server on PATH (as root, make sysdeps installs Debian's)")
+    environment = {**{k: v for k, v in os.environ.items() if k != "REDIS_URL"}, "DATABASE_URL": database_url()}
+    script = "import os, redis; url = os.environ['REDIS_URL']; print(url, redis.Redis.from_url(url).ping())"
+    ran = subprocess.run([sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", script],
+                         cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=60)
+    url, answered = ran.stdout.split()
+    assert (ran.returncode, url[:7], answered) == (0, "unix://", "True"), ran.stderr
+    assert not Path(url.removeprefix("unix://").split("?")[0]).parent.exists()  # stopped, its folder removed
+    named = subprocess.run([sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", "import os; print(os.environ['REDIS_URL'])"],
+                           cwd=BASE_DIR, env={**environment, "REDIS_URL": "redis://127.0.0.1:6379/9"}, capture_output=True, text=True, timeout=60)
+    assert named.stdout == "redis://127.0.0.1:6379/9\n"
+
+
+def test_make_test_says_why_each_skipped_test_skipped():
+    recipe = re.search(r"^test:.*\n\t(.*)$", (BASE_DIR / "Makefile").read_text(), re.M)[1]
+    assert recipe.endswith("-m pytest -rs") and "--redis" in recipe
