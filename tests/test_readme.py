@@ -188,7 +188,6 @@ def answer_of(example: Example, stdout: str, values: dict) -> None:
         values["sale_id"] = str(answer["id"])
 
 
-@pytest.mark.fault
 @pytest.mark.django_db(transaction=True)
 def test_the_api_examples_answer_what_they_show(tmp_path):
     examples = [e for name in EXAMPLE_FILES for e in curl_examples((BASE_DIR / name).read_text(), name)]
