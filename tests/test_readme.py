@@ -213,3 +213,18 @@ def test_the_api_examples_answer_what_they_show(tmp_path):
             if piped and not example.shown:
                 continue
             answer_of(example, result.stdout, values)
+
+
+def test_the_worker_runs_every_periodic_job_and_the_deployment_doc_asks_for_no_cron():
+    """The README's table of the worker's jobs names every periodic task, and docs/deployment.md asks for no
+    cron line for what the worker runs (it asked for `idempotency purge` from cron)."""
+    from procrastinate.contrib.django import app
+
+    app.perform_import_paths()
+    periodic = {task.task.name for task in app.periodic_registry.periodic_tasks.values()}
+    readme = (BASE_DIR / "README.md").read_text()
+    table = readme[readme.index("| job (on the task engine, procrastinate) |"):].split("\n\n", 1)[0]
+    assert periodic and periodic <= set(re.findall(r"`([\w.]+)`", table))
+    deployment = (BASE_DIR / "docs" / "deployment.md").read_text()
+    cron = [line for line in deployment.splitlines() if re.search(r"\bcron\b", line, re.I)]
+    assert all("no cron" in line.lower() for line in cron), cron
