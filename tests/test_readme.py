@@ -1,5 +1,6 @@
 """The README's ```console blocks, run top to bottom on a fresh database: each command works as written
-and prints what the README shows (`...` stands for any text: secrets, times)."""
+and prints what the README shows (`...` stands for any text: secrets, times). Its curl examples, run in
+order against a server with `make run`'s demo data: each answers the status and JSON shape it shows."""
 import io
 import itertools
 import json
@@ -7,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
