@@ -31,26 +31,32 @@ $(TEST_STAMP): $(STAMP)
 	@umask 077 && $(PYTHON) -c 'import secrets; print("# Development settings for manage.py in this checkout, written by make run (git-ignored).\n# The environment wins over them; production sets its own (README, Running in production).\nDEBUG=1\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\n# embedded: the embedded PostgreSQL in .pgdata/ (lftrack/devdb.py); or postgres://USER@HOST:5432/NAME\nDATABASE_URL=embedded")' > .env
 	@echo "make: wrote .env (DEBUG=1, a new SECRET_KEY, the embedded database) for manage.py"
 
-# make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one.
+# make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one. Webhook endpoints on
+# this machine (http://127.0.0.1:...) are allowed, for a local receiver (README, "Webhooks").
+DEV := DEBUG=1 WEBHOOKS_ALLOW_PRIVATE_NETWORKS=1
 run: $(STAMP) .env
-	@DEBUG=1 $(DB) sh -c '\
+	@$(DEV) $(DB) sh -c '\
 	  $(PY) manage.py migrate --noinput && \
 	  $(PY) manage.py demo | $(PY) -m json.tool && \
 	  exec $(PY) manage.py runserver 127.0.0.1:8000'
 
-# With DATABASE_URL set the suite runs on that server; without it, on the embedded one.
+# With DATABASE_URL set the suite runs on that server; without it, on the embedded one. With REDIS_URL set,
+# on that Redis; without it, on a private redis-server of its own (lftrack/devdb.py, private_redis). -rs:
+# every skipped test says why.
 test: $(TEST_STAMP) sysdeps
-	$(DB) $(PY) -m pytest
+	$(DB) --redis $(PY) -m pytest -rs
 
-# The browser tests drive Debian's Chromium, the fault tests run nginx: installed when missing, where
-# apt-get can (as root); elsewhere those tests skip, saying what they need.
-SYSDEPS := chromium chromedriver nginx
+# The browser tests drive Debian's Chromium, the fault tests run nginx, the Redis tests a redis-server:
+# installed when missing, where apt-get can (as root); elsewhere those tests skip, saying what they need.
+# Redis from Debian rather than a wheel: the wheels that ship redis-server binaries are unmaintained
+# (Redis 6, none for Python 3.12 or 3.13), Debian's gets security updates.
+SYSDEPS := chromium chromedriver nginx redis-server
 sysdeps:
 	@missing=$$(for c in $(SYSDEPS); do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  echo "make: installing chromium, chromium-driver and nginx (missing: $$missing)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx >/dev/null; \
-	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser or front-proxy tests will skip"; fi
+	  echo "make: installing chromium, chromium-driver, nginx and redis-server (missing: $$missing)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx redis-server >/dev/null; \
+	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser, front-proxy or Redis tests will skip"; fi
 
 # Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
 openapi: $(TEST_STAMP)
@@ -58,11 +64,11 @@ openapi: $(TEST_STAMP)
 
 # The sequence sender beside make run (another terminal): mails what falls due, to the console.
 sender: $(STAMP) .env
-	@DEBUG=1 $(DB) $(PY) manage.py send_due_emails
+	@$(DEV) $(DB) $(PY) manage.py send_due_emails
 
 # The background worker beside make run (another terminal): webhook deliveries and the periodic jobs.
 worker: $(STAMP) .env
-	@DEBUG=1 $(DB) $(PY) manage.py procrastinate worker
+	@$(DEV) $(DB) $(PY) manage.py procrastinate worker
 
 # Stops nothing: the embedded server stops when the last command using it exits.
 clean:

@@ -16,9 +16,33 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", 5))
 # Recycle workers now and then, with jitter so they do not all restart at once.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", 20000))
 max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", 2000))
-# Our middleware writes one JSON line per API request; gunicorn's access log would repeat it.
-accesslog = None
-errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+# gunicorn's own lines (starting, workers booting, timing out, dying) in the application's line format, on
+# stderr with its lines (lftrack/logs.py; LOG_FORMAT=text for people, as in lftrack/settings.py). Its access
+# log stays off unless GUNICORN_ACCESS_LOG=1: lftrack.access writes a line per API request already, and
+# nginx one per request. On, it writes lftrack.access's fields, the path without its query string.
+access_log_format = "%(m)s %(U)s %(s)s"
+_TEXT = {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"} if os.environ.get("LOG_FORMAT") == "text" else None
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "lines": _TEXT or {"()": "lftrack.logs.JsonFormatter"},
+        "access": _TEXT or {"()": "lftrack.logs.AccessFormatter"},
+    },
+    "handlers": {
+        "lines": {"class": "logging.StreamHandler", "formatter": "lines", "stream": "ext://sys.stderr"},
+        "access": {"class": "logging.StreamHandler", "formatter": "access", "stream": "ext://sys.stderr"},
+    },
+    "root": {"level": "WARNING", "handlers": ["lines"]},  # the application's settings replace it in each worker
+    "loggers": {
+        "gunicorn.error": {"level": loglevel.upper(), "handlers": ["lines"], "propagate": False},
+        "gunicorn.access": {
+            "level": "INFO" if os.environ.get("GUNICORN_ACCESS_LOG") == "1" else "WARNING",
+            "handlers": ["access"],
+            "propagate": False,
+        },
+    },
+}
 # The client address is decided by TRUSTED_PROXY_COUNT in Django, not by gunicorn.
 forwarded_allow_ips = "127.0.0.1"

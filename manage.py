@@ -2,19 +2,17 @@
 """Django's command-line entry point.
 
 In a checkout it first reads `.env` (written by `make run`: DEBUG=1, a SECRET_KEY of its own and
-DATABASE_URL=embedded), never overriding the environment; ENV_FILE names another file, or none when
-empty. DATABASE_URL=embedded starts (or joins) the embedded PostgreSQL of lftrack/devdb.py.
+DATABASE_URL=embedded), never overriding the environment, and refusing to where the environment is a
+deployment's (lftrack/devdb.py, env_file_read); ENV_FILE names another file, or none when empty.
+DATABASE_URL=embedded starts (or joins) the embedded PostgreSQL of lftrack/devdb.py.
 """
 import os
 import sys
 
 if __name__ == "__main__":
-    import environ
+    from lftrack.devdb import embedded_url, env_file_read
 
-    from lftrack.devdb import embedded_url, env_file
-
-    if (path := env_file()) is not None:
-        environ.Env.read_env(str(path))
+    env_file_read()
     if os.environ.get("DATABASE_URL") == "embedded":
         os.environ["DATABASE_URL"] = embedded_url()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")

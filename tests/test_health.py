@@ -78,3 +78,17 @@ def test_the_home_page_says_what_this_is_and_where_to_go(client):
     assert resp.status_code == 200 and "Link tracking, conversions and campaign sequences" in page
     for href in ('href="/admin/"', 'href="/api/v1/openapi.json"', "/lf.js"):
         assert href in page
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_probes_answer_a_node_asked_by_address_over_http(client, settings, path):
+    """Load balancers probe each node by its address, over http: with the production host and https settings
+    the probes answer, while a page asked the same way is still refused (400) or sent to https (301)."""
+    settings.ALLOWED_HOSTS = ["track.example.com"]
+    settings.SECURE_SSL_REDIRECT = True
+    resp = client.get(path, HTTP_HOST="10.0.0.5:8000")
+    assert (resp.status_code, resp.json()["status"]) == (200, "ok")
+    assert resp["X-Request-ID"]
+    assert client.get("/", HTTP_HOST="10.0.0.5:8000").status_code == 400
+    assert client.get("/", HTTP_HOST="track.example.com")["Location"] == "https://track.example.com/"

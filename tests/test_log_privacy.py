@@ -5,7 +5,7 @@ import logging
 import pytest
 from django.test import Client
 
-from lftrack.logs import JsonFormatter, NoQueryStrings
+from lftrack.logs import JobLines, JsonFormatter, NoQueryStrings
 from tests.factories import CustomerFactory
 
 SEEDED = "seeded.person+logs@example.com"
@@ -14,11 +14,12 @@ SEEDED = "seeded.person+logs@example.com"
 @pytest.fixture
 def log_output(settings):
     """Everything logged during the test, through a handler made as settings.LOGGING makes the console one."""
-    assert settings.LOGGING["handlers"]["console"]["filters"] == ["no_query_strings"]
+    assert settings.LOGGING["handlers"]["console"]["filters"] == ["no_query_strings", "job_lines"]
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
     handler.addFilter(NoQueryStrings())
+    handler.addFilter(JobLines())
     root = logging.getLogger()
     root.handlers.insert(0, handler)  # first: the configured handler would clean the record for us
     yield stream

@@ -24,7 +24,7 @@ def lead(base: str, token, click) -> int:
 
 def test_a_revoked_token_is_refused_by_every_process_as_soon_as_the_revocation_returns(acme):
     if redis_cache() is None:
-        pytest.skip("needs Redis (REDIS_URL; .ci/run starts one)")
+        pytest.skip("needs Redis: REDIS_URL, or redis-server on PATH for make test to start one")
     click = ClickFactory(link__post__workspace=acme)
     kept, revoked = ApiTokenFactory(workspace=acme), ApiTokenFactory(workspace=acme)
     env = {"REDIS_URL": os.environ["REDIS_URL"], "TOKEN_CACHE_SECONDS": "300"}

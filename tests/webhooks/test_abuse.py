@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 
 from customers.services import customer_match
-from tests.conftest import assert_api_error
+from tests.conftest import assert_api_error, self_signed_certificate
 from tests.webhooks.conftest import work
 from webhooks import network
 from webhooks.models import Attempt, Delivery, Endpoint
@@ -40,10 +40,13 @@ def read_request(conn) -> bytes:
 
 
 class RawReceiver:
-    """A loopback TCP server that answers each connection with `behaviour(conn)`; counts the bytes it sent."""
+    """A loopback TCP server that answers each connection with the bytes `behaviour()` yields; counts the
+    bytes it sent, and keeps what went wrong in its threads for the test to see (`errors`)."""
 
     def __init__(self, behaviour):
         self.sent = 0
+        self.errors: list[BaseException] = []
+        self.answering: list[threading.Thread] = []
         self.server = socket.create_server(("127.0.0.1", 0))
         self.behaviour = behaviour
         threading.Thread(target=self._serve, daemon=True).start()
@@ -54,7 +57,8 @@ class RawReceiver:
                 conn, _ = self.server.accept()
             except OSError:
                 return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+            self.answering.append(threading.Thread(target=self._answer, args=(conn,), daemon=True))
+            self.answering[-1].start()
 
     def _answer(self, conn):
         with conn:
@@ -65,6 +69,8 @@ class RawReceiver:
                     self.sent += len(piece)
             except OSError:  # we hung up on it
                 pass
+            except Exception as exc:  # a broken behaviour: the test fails, not a traceback at the end of the run
+                self.errors.append(exc)
 
     @property
     def url(self) -> str:
@@ -85,6 +91,9 @@ def raw():
     yield start
     for server in servers:
         server.close()
+        for thread in server.answering:
+            thread.join(10)
+        assert not server.errors, server.errors
 
 
 def endless():
@@ -157,7 +166,7 @@ def test_a_receiver_dripping_its_headers_times_out(raw):
 
 @pytest.mark.usefixtures("quick")
 def test_a_receiver_that_never_answers_times_out(raw):
-    receiver = raw(lambda: (time.sleep(3) or [] for _ in range(1)))
+    receiver = raw(lambda: (time.sleep(3) or b"" for _ in range(1)))  # 3 s of silence, then it hangs up
     answer = network.post(receiver.url, b"{}", {})
     assert answer.status is None and answer.error == "timeout" and 500 <= answer.duration_ms < 2000
 
@@ -234,28 +243,11 @@ def test_secrets_never_reach_the_log_or_the_delivery_log(acme, caplog):
 @pytest.fixture
 def tls_receiver(tmp_path):
     """An https receiver on loopback whose certificate names hooks.example.com (self-signed); records the SNI."""
-    import datetime
     import ssl
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hooks.example.com")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("hooks.example.com")]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                          serialization.NoEncryption()))
+    cert, key = self_signed_certificate(tmp_path, "hooks.example.com")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    context.load_cert_chain(cert, key)
     names = []
     context.sni_callback = lambda sock, server_name, ctx: names.append(server_name)
 
@@ -278,7 +270,7 @@ def tls_receiver(tmp_path):
                 pass
 
     threading.Thread(target=serve, daemon=True).start()
-    yield server.getsockname()[1], tmp_path / "cert.pem", names
+    yield server.getsockname()[1], cert, names
     server.close()
 
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def redis():
     if redis_cache() is None:
-        pytest.skip("needs Redis (REDIS_URL; .ci/run starts one)")
+        pytest.skip("needs Redis: REDIS_URL, or redis-server on PATH for make test to start one")
     return redis_cache()
 
 

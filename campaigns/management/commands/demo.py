@@ -68,7 +68,7 @@ class Command(JsonCommand):
         token = demo_token(workspace, reset=reset)
         base = settings.PUBLIC_BASE_URL
         leads_url = f"{base}/api/v1/campaigns/{campaign.slug}/leads"
-        lead = json.dumps({"email": "ada@example.com", "name": "Ada Lovelace"})
+        lead = json.dumps({"email": "grace@example.com", "name": "Grace Hopper"})
         self.emit(
             {
                 "workspace": workspace.slug,
