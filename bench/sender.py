@@ -153,10 +153,12 @@ def run_workers(n: int, *, env: dict, batch_size: int) -> dict:
 def explain(env: dict, batch_size: int) -> str:
     code = (
         "import django; django.setup()\n"
-        "from django.db import transaction\nfrom django.utils import timezone\n"
-        "from campaigns.sending import claim_query\n"
-        "with transaction.atomic():\n"
-        f"    print(claim_query(now=timezone.now(), batch_size={batch_size}).explain(analyze=True))\n"
+        "from django.db import connection, transaction\nfrom django.utils import timezone\n"
+        "from campaigns.sending import claim_sql\n"
+        "with transaction.atomic(), connection.cursor() as cursor:\n"
+        f"    sql, params = claim_sql(now=timezone.now(), batch_size={batch_size})\n"
+        "    cursor.execute('EXPLAIN ANALYZE ' + sql, params)\n"
+        "    print('\\n'.join(row[0] for row in cursor.fetchall()))\n"
         "    transaction.set_rollback(True)\n"
     )
     return subprocess.run(
