@@ -77,16 +77,11 @@ def retry_delay(attempt: int) -> timedelta:
 # SLOT_LOCK_CLASS + slot, keyed by the workspace: a worker that dies frees its slot with its connection.
 WORKSPACE_SLOTS = 2
 SLOT_LOCK_CLASS = 4310
-# A job that finds its workspace's slots taken gives its worker slot back, keeps its place, and runs again then.
-SLOT_WAIT = timedelta(seconds=1)
 
 
 class SlotsTaken(Exception):
-    """The workspace already sends on all its slots: the job is to run again at `at`, keeping its place."""
-
-    def __init__(self, at: datetime):
-        super().__init__(at.isoformat())
-        self.at = at
+    """The workspace already sends on all its slots: the job gives its worker slot back and runs again later,
+    keeping its place (webhooks/tasks.py, `DeliveryRetry`)."""
 
 
 @contextmanager
@@ -101,7 +96,7 @@ def workspace_slot(workspace_id: int) -> Iterator[None]:
                 taken = slot
                 break
     if taken is None:
-        raise SlotsTaken(timezone.now() + SLOT_WAIT)
+        raise SlotsTaken()
     try:
         yield
     finally:

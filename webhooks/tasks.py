@@ -1,5 +1,6 @@
 """The webhooks' jobs on the task engine: deliveries, the outbox sweeper, stalled jobs, retention."""
 import logging
+import random
 import time
 from datetime import datetime, timedelta
 
@@ -22,6 +23,9 @@ STALLED_SECONDS = 30.0
 # A dispatch job starts no batch past this many seconds: a new job of the workspace takes the rest, behind
 # the jobs queued meanwhile, so a workspace's backlog holds one worker slot at a time, this long at most.
 DISPATCH_BUDGET_SECONDS = 30.0
+# A delivery job that finds its workspace's slots taken waits 1 s, then twice as long each time, up to this:
+# a backlog waiting for its workspace's slots costs the worker a fetch per job every few seconds, not a slot.
+SLOT_WAIT_MAX_SECONDS = 8
 
 
 class RetryAt(Exception):
@@ -39,8 +43,11 @@ class DeliveryRetry(BaseRetryStrategy):
     window at most: then the job fails, and the engine logs it with its traceback."""
 
     def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
-        if isinstance(exception, (RetryAt, SlotsTaken)):  # a retry, or the workspace's slots all busy
+        if isinstance(exception, RetryAt):
             return RetryDecision(retry_at=exception.at)
+        if isinstance(exception, SlotsTaken):  # its workspace sends on all its slots: later, doubling, jittered
+            wait = min(SLOT_WAIT_MAX_SECONDS, 2**job.attempts) * random.uniform(0.5, 1)
+            return RetryDecision(retry_in={"seconds": wait})
         # One line per failure: the engine logs a retried job at INFO only, which production does not show.
         logger.warning("webhook job failed", extra={"task": job.task_name, "job_id": job.id, "attempt": job.attempts + 1,
                                                     "error": type(exception).__name__})

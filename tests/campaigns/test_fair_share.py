@@ -14,7 +14,6 @@ from campaigns.models import EmailSend, Enrollment
 from campaigns.sending import claim_sql, run_pass
 from customers.models import Customer
 from lftrack.logs import JsonFormatter
-from tests.campaigns.conftest import NOW
 from tests.campaigns.test_double_opt_in import SHOP, campaign_click, pixel
 from tests.factories import CampaignEmailFactory, CampaignFactory, WorkspaceFactory
 

@@ -111,6 +111,17 @@ def test_a_workspace_whose_endpoints_all_time_out_leaves_another_its_delivery_on
         healthy.close()
 
 
+def test_a_workspace_sends_on_two_worker_slots_at_most(acme, receiver):
+    receiver.hold = 0.3
+    for n in range(4):
+        hook(acme, receiver, path=f"/a{n}")
+    for n in range(16):
+        customer_match(workspace=acme, channel="api", email=f"a{n}@example.com")
+    work()  # four batch jobs of 16, four worker slots
+    assert len(receiver.received) == 64
+    assert receiver.most_at_once <= delivery_module.WORKSPACE_SLOTS * delivery_module.BATCH_LANES  # 8, not 16
+
+
 def test_a_slow_receivers_batch_gives_its_worker_slot_back_after_its_budget(acme, receiver, monkeypatch):
     monkeypatch.setattr(delivery_module, "BATCH_BUDGET_SECONDS", 0.3)
     hook(acme, receiver)
