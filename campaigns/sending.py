@@ -264,20 +264,24 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
         reservations: list[_Reservation] = []
         tests: list[EmailSend] = []
         for enrollment, step in to_send:
-            if enrollment.is_test:  # test mode: the step is recorded and the enrollment moves on; nobody is mailed
-                send = _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=None).send
-                send.status, send.message_id = EmailSend.Status.TEST, ""
-                tests.append(send)
-                result.test += 1
-                continue
-            if allowance[enrollment.workspace_id] <= 0:
+            if not enrollment.is_test and allowance[enrollment.workspace_id] <= 0:
                 enrollment.next_send_at = _next_utc_midnight(now)  # the next window; never dropped
                 result.deferred += 1
                 continue
-            allowance[enrollment.workspace_id] -= 1
-            reservations.append(
-                _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=backend_pid)
+            # Test mode: the step is recorded and the enrollment moves on; nobody is mailed.
+            reservation = _reservation_isolated(
+                enrollment, step, steps[enrollment.campaign_id], now=now,
+                backend_pid=None if enrollment.is_test else backend_pid,
             )
+            if reservation is None:
+                result.deferred += 1
+            elif enrollment.is_test:
+                reservation.send.status, reservation.send.message_id = EmailSend.Status.TEST, ""
+                tests.append(reservation.send)
+                result.test += 1
+            else:
+                allowance[enrollment.workspace_id] -= 1
+                reservations.append(reservation)
 
         EmailSend.objects.bulk_create([*tests, *(reservation.send for reservation in reservations)])
         _enrollments_save(due)
@@ -369,6 +373,25 @@ def _reservation(
         enrollment.completed_at = now
         enrollment.next_send_at = None
     return reservation
+
+
+def _reservation_isolated(
+    enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime, backend_pid: int | None
+) -> _Reservation | None:
+    """`_reservation`, or None when it raises for this enrollment: one row's data must not stop the batch of
+    every workspace. The enrollment is put back as claimed, due again after RETRY_DELAY, and one line says
+    so (ids and the error's class) once per pass."""
+    claimed = {name: getattr(enrollment, name) for name in _ENROLLMENT_FIELDS}
+    try:
+        return _reservation(enrollment, step, steps, now=now, backend_pid=backend_pid)
+    except Exception as exc:
+        for name, value in claimed.items():
+            setattr(enrollment, name, value)
+        enrollment.next_send_at = now + RETRY_DELAY
+        logger.error("enrollment not reserved", extra={
+            "enrollment_id": enrollment.pk, "workspace_id": enrollment.workspace_id, "error": type(exc).__name__,
+        })
+        return None
 
 
 def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:

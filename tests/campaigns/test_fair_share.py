@@ -11,9 +11,11 @@ from django.utils import timezone
 
 from campaigns.confirmation import confirmation_candidates_sql
 from campaigns.models import EmailSend, Enrollment
+from campaigns import sending
 from campaigns.sending import claim_sql, run_pass
 from customers.models import Customer
 from lftrack.logs import JsonFormatter
+from tests.campaigns.conftest import NOW
 from tests.campaigns.test_double_opt_in import SHOP, campaign_click, pixel
 from tests.factories import CampaignEmailFactory, CampaignFactory, WorkspaceFactory
 
@@ -165,6 +167,35 @@ def test_an_email_that_cannot_be_sent_is_logged_once_and_skipped(acme, globex, s
     assert len(lines) == 3  # one line each, once: failed for good, never retried
     assert {line["workspace_id"] for line in lines} == {acme.pk} and {line["error"] for line in lines} == {"ValueError"}
     assert "poison" not in caplog.text
+
+
+def test_an_enrollment_whose_reservation_raises_is_logged_and_tried_later_without_stopping_the_batch(
+    acme, globex, clock, caplog, mailoutbox, monkeypatch,
+):
+    two_steps = one_step(acme, "spring")
+    CampaignEmailFactory(campaign=two_steps, position=2, delay_minutes=60, active=True)
+    due(two_steps, 2, prefix="a")
+    due(one_step(globex, "news"), 1, prefix="b")
+    real = sending.step_due_at
+
+    def poisoned(*, enrollment, delay_minutes):  # acme's rows break the scheduling of their next step
+        if enrollment.workspace_id == acme.pk:
+            raise OverflowError("date value out of range")
+        return real(enrollment=enrollment, delay_minutes=delay_minutes)
+
+    monkeypatch.setattr(sending, "step_due_at", poisoned)
+    with caplog.at_level(logging.ERROR, logger="lftrack.sender"):
+        assert run_pass().counts() == {"sent": 1, "deferred": 2, "skipped": 0}
+        assert run_pass().idle  # put back for later: not retried within the pass, nor logged again
+    assert mailed("b") == ["b0@example.com"] and not mailed("a")
+    lines = log_lines(caplog, "enrollment not reserved")
+    assert len(lines) == 2 and {(line["workspace_id"], line["error"]) for line in lines} == {(acme.pk, "OverflowError")}
+    assert set(Enrollment.objects.filter(workspace=acme).values_list("last_sent_position", "next_send_at")) == {
+        (0, NOW + timedelta(minutes=10))}
+
+    monkeypatch.undo()  # fixed: the next try after the retry delay goes
+    clock.shift(timedelta(minutes=10))
+    assert run_pass().sent == 2
 
 
 def test_the_claim_takes_each_workspaces_share_through_the_due_index(acme, globex):
