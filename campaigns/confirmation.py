@@ -126,10 +126,8 @@ def confirmations_send(*, now: datetime, mailer) -> int:
         with connection.cursor() as cursor:
             cursor.execute(*confirmation_candidates_sql(now=now, batch_size=_BATCH))
             ids = [row[0] for row in cursor.fetchall()]
-        due = in_turns(
-            Enrollment.objects.filter(pk__in=ids).select_related("customer", "campaign__workspace").order_by("confirm_by"),
-            key=lambda enrollment: enrollment.workspace_id,
-        )
+        chosen = Enrollment.objects.filter(pk__in=ids).select_related("customer", "campaign__workspace")
+        due = in_turns(chosen.order_by("confirm_by"), key=lambda enrollment: enrollment.workspace_id)
         to_send, dropped = _sort(due, now=now)
         Enrollment.objects.filter(pk__in=[enrollment.pk for enrollment in dropped]).delete()
         Enrollment.objects.filter(pk__in=[enrollment.pk for enrollment in to_send]).update(confirmation_sent_at=now)
