@@ -8,6 +8,10 @@ checks that each due step went out exactly once (EmailSend rows and messages the
 
     .venv/bin/python bench/sender.py                      # 5,000 due, batch 100
     .venv/bin/python bench/sender.py --count 20000 --batch-size 200 --keep
+    .venv/bin/python bench/sender.py --idle-workspaces 1000   # and 1,000 other workspaces with sends due tomorrow
+
+The claim takes a fair share of each workspace with something due, found by one index probe per workspace with
+sends scheduled (docs/concurrency.md, "Fair shares"): --idle-workspaces measures what those probes cost.
 
 Needs a PostgreSQL server it may create and drop a database on (--server, default the local one).
 The database is dropped at the end unless --keep.
@@ -96,12 +100,30 @@ def seed(conn: psycopg.Connection, *, count: int, others: int, suppressed: int) 
             {"w": workspace, "n": count, "o": others},
         )
         cur.execute(
-            "INSERT INTO campaigns_enrollment (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position, next_send_at)"
-            " SELECT %(w)s, %(c)s, id, 'active', t, 0, t FROM ("
+            "INSERT INTO campaigns_enrollment (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position,"
+            " next_send_at, held_name) SELECT %(w)s, %(c)s, id, 'active', t, 0, t, '' FROM ("
             "   SELECT id, CASE WHEN email LIKE 'due%%' THEN now() - random() * interval '1 hour'"
             "                   ELSE now() + interval '1 day' + random() * interval '1 hour' END AS t"
             "   FROM customers_customer WHERE workspace_id = %(w)s) s",
             {"w": workspace, "c": campaign},
+        )
+    conn.commit()
+
+
+def seed_idle(conn: psycopg.Connection, *, workspaces: int) -> None:
+    """`workspaces` more workspaces, each with a campaign and one contact whose send is due tomorrow."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "WITH w AS (INSERT INTO workspaces_workspace (name, slug, tracking_key, allowed_origins, created_at)"
+            "   SELECT 'Idle ' || g, 'idle-' || g, 'pk_idle_' || g, '', now() FROM generate_series(1, %(n)s) g RETURNING id),"
+            " c AS (INSERT INTO campaigns_campaign (workspace_id, slug, name, status, created_at)"
+            "   SELECT id, 'idle', 'Idle', 'active', now() FROM w RETURNING id, workspace_id),"
+            " p AS (INSERT INTO customers_customer (workspace_id, email, name, avatar_url, external_id, source, created_at, updated_at)"
+            "   SELECT workspace_id, 'idle@bench.example', '', '', '', 'api', now(), now() FROM c RETURNING id, workspace_id)"
+            " INSERT INTO campaigns_enrollment (workspace_id, campaign_id, customer_id, state, enrolled_at, last_sent_position,"
+            " next_send_at, held_name) SELECT c.workspace_id, c.id, p.id, 'active', now(), 0, now() + interval '1 day', ''"
+            " FROM c JOIN p USING (workspace_id)",
+            {"n": workspaces},
         )
     conn.commit()
 
@@ -153,10 +175,12 @@ def run_workers(n: int, *, env: dict, batch_size: int) -> dict:
 def explain(env: dict, batch_size: int) -> str:
     code = (
         "import django; django.setup()\n"
-        "from django.db import transaction\nfrom django.utils import timezone\n"
-        "from campaigns.sending import claim_query\n"
-        "with transaction.atomic():\n"
-        f"    print(claim_query(now=timezone.now(), batch_size={batch_size}).explain(analyze=True))\n"
+        "from django.db import connection, transaction\nfrom django.utils import timezone\n"
+        "from campaigns.sending import claim_sql\n"
+        "with transaction.atomic(), connection.cursor() as cursor:\n"
+        f"    sql, params = claim_sql(now=timezone.now(), batch_size={batch_size})\n"
+        "    cursor.execute('EXPLAIN ANALYZE ' + sql, params)\n"
+        "    print('\\n'.join(row[0] for row in cursor.fetchall()))\n"
         "    transaction.set_rollback(True)\n"
     )
     return subprocess.run(
@@ -171,6 +195,7 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=50000, help="enrollments not yet due")
     parser.add_argument("--suppressed", type=int, default=10000, help="addresses on the suppression list")
     parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--idle-workspaces", type=int, default=0, help="other workspaces, each with a send due tomorrow")
     parser.add_argument("--server", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL, no database")
     parser.add_argument("--db", default="h_send_bench", help="scratch database (dropped and created)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
@@ -200,6 +225,7 @@ def main() -> None:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
         with psycopg.connect(database_url) as conn:
             seed(conn, count=args.count, others=args.others, suppressed=args.suppressed)
+            seed_idle(conn, workspaces=args.idle_workspaces)
             reset(conn)
             plan = explain(env, args.batch_size)
             results = []
@@ -220,7 +246,7 @@ def main() -> None:
             print(json.dumps(result))
         print(
             f"\n{args.count} due emails, batch {args.batch_size}, {args.others} enrollments not due, "
-            f"{args.suppressed} suppressed addresses; "
+            f"{args.suppressed} suppressed addresses, {args.idle_workspaces} other workspaces with sends scheduled; "
             f"cores {os.cpu_count()}, load average now {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
         for result in results:

@@ -6,13 +6,14 @@ has fixed wording (the workspace's name and the link, nothing anyone could have 
 goes at most once per address per day in a workspace and at most CONFIRMATIONS_PER_DAY per workspace,
 never to a suppressed address, and does not count against the daily sending limit.
 """
+import logging
 import re
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMessage
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models.functions import Lower
 from django.urls import reverse
 from django.utils import timezone
@@ -23,7 +24,9 @@ from campaigns.schedule import enrollment_next_send_at
 from campaigns.services import CONFIRM_WITHIN, LeadOutcome, _share_sequence, enrollment_event
 from customers.models import Customer
 from lftrack.errors import BadRequest
+from lftrack.fairshare import in_turns, waiting_workspaces_sql
 
+logger = logging.getLogger("lftrack.sender")
 State = Enrollment.State
 _SALT = "lftrack.campaigns.confirm"
 INVALID_LINK = "invalid confirmation link"
@@ -76,37 +79,74 @@ def pending_enrollments_expire(*, now: datetime) -> int:
     return deleted
 
 
+_TABLE = Enrollment._meta.db_table
+_WAITING = "e.state = 'pending' AND e.confirmation_sent_at IS NULL"
+# The batch's rows, locked: each workspace waiting and under its quota (CONFIRMATIONS_PER_DAY over the last day)
+# gives its oldest, at most what is left of its quota and an equal share of the batch (at least one). The
+# workspaces are found through campaigns_enrollment_unmailed (one probe each), and each one's
+# confirmations of the day are counted on campaigns_enrollment_mailed.
+_CANDIDATES_SQL = f"""
+    WITH RECURSIVE waiting (workspace_id, confirm_by) AS (
+        {waiting_workspaces_sql(table=_TABLE, condition=_WAITING, first="confirm_by")}
+    ), open AS MATERIALIZED (
+        SELECT w.workspace_id, %(quota)s - sent.count AS room
+        FROM waiting w CROSS JOIN LATERAL (
+            SELECT count(*) FROM {_TABLE} s
+            WHERE s.workspace_id = w.workspace_id AND s.confirmation_sent_at > %(day_ago)s
+        ) sent
+        WHERE sent.count < %(quota)s
+    )
+    SELECT picked.id FROM open CROSS JOIN LATERAL (
+        SELECT e.id FROM {_TABLE} e
+        WHERE e.workspace_id = open.workspace_id AND {_WAITING} AND e.confirm_by > %(now)s
+        ORDER BY e.confirm_by
+        LIMIT LEAST(open.room, GREATEST(1, %(batch)s / (SELECT count(*) FROM open)))
+        FOR UPDATE OF e SKIP LOCKED
+    ) picked
+"""
+
+
+def confirmation_candidates_sql(*, now: datetime, batch_size: int) -> tuple[str, dict]:
+    """The statement choosing (and locking) a batch of confirmations to mail, and its parameters."""
+    params = {"now": now, "day_ago": now - timedelta(days=1), "quota": settings.CONFIRMATIONS_PER_DAY,
+              "batch": batch_size}
+    return _CANDIDATES_SQL, params
+
+
 def confirmations_send(*, now: datetime, mailer) -> int:
-    """One batch of the sender's pass: delete what waited too long, then mail the confirmations due.
-    Returns how many went. At most once: an enrollment is marked before its email leaves."""
+    """One batch of the sender's pass: delete what waited too long, then mail the confirmations due, a fair
+    share of each workspace's (`_CANDIDATES_SQL`). Returns how many went. At most once: an enrollment is
+    marked before its email leaves."""
     pending_enrollments_expire(now=now)
     waiting = Enrollment.objects.filter(state=State.PENDING, confirmation_sent_at__isnull=True, confirm_by__gt=now)
     if not waiting.exists():
         return 0
-    connection = mailer.connection()  # unusable: nothing is marked, the next pass tries again
+    smtp = mailer.connection()  # unusable: nothing is marked, the next pass tries again
     with transaction.atomic():
-        due = list(
-            waiting.select_for_update(skip_locked=True, of=("self",))
-            .select_related("customer", "campaign__workspace")
-            .order_by("confirm_by")[:_BATCH]
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(*confirmation_candidates_sql(now=now, batch_size=_BATCH))
+            ids = [row[0] for row in cursor.fetchall()]
+        chosen = Enrollment.objects.filter(pk__in=ids).select_related("customer", "campaign__workspace")
+        due = in_turns(chosen.order_by("confirm_by"), key=lambda enrollment: enrollment.workspace_id)
         to_send, dropped = _sort(due, now=now)
         Enrollment.objects.filter(pk__in=[enrollment.pk for enrollment in dropped]).delete()
         Enrollment.objects.filter(pk__in=[enrollment.pk for enrollment in to_send]).update(confirmation_sent_at=now)
     sent = 0
     for enrollment in to_send:
         try:
-            sent += connection.send_messages([confirmation_message(enrollment)])
-        except Exception:  # at most once: a confirmation that failed is not retried; the enrollment expires
-            continue
+            sent += smtp.send_messages([confirmation_message(enrollment)])
+        except Exception as exc:  # at most once: a confirmation that failed is not retried; the enrollment expires
+            logger.warning("confirmation not sent", extra={
+                "enrollment_id": enrollment.pk, "workspace_id": enrollment.workspace_id, "error": type(exc).__name__,
+            })
     return sent
 
 
 def _sort(due: list[Enrollment], *, now: datetime) -> tuple[list[Enrollment], list[Enrollment]]:
     """(to mail now, to drop): a suppressed address, or one mailed a confirmation in this workspace within a
-    day (this batch included), is dropped; past the workspace's CONFIRMATIONS_PER_DAY the rest wait."""
+    day (this batch included), is dropped. The workspace's quota was applied when the batch was chosen."""
     day_ago = now - timedelta(days=1)
-    to_send, dropped, mailed, sent_today = [], [], set(), {}
+    to_send, dropped, mailed = [], [], set()
     for enrollment in due:
         workspace_id, email = enrollment.workspace_id, enrollment.customer.email.lower()
         recent = Enrollment.objects.filter(workspace_id=workspace_id, confirmation_sent_at__gt=day_ago)
@@ -118,11 +158,6 @@ def _sort(due: list[Enrollment], *, now: datetime) -> tuple[list[Enrollment], li
         ):
             dropped.append(enrollment)
             continue
-        if workspace_id not in sent_today:
-            sent_today[workspace_id] = recent.count()
-        if sent_today[workspace_id] >= settings.CONFIRMATIONS_PER_DAY:
-            continue  # the workspace's quota: a later pass, until the enrollment expires
-        sent_today[workspace_id] += 1
         mailed.add((workspace_id, email))
         to_send.append(enrollment)
     return to_send, dropped

@@ -12,11 +12,12 @@ AMBIGUOUS = "the connection failed during this message, which may or may not hav
 
 @dataclass
 class Delivery(Generic[T]):
-    """Each item handed over ends in exactly one list; `error` is set when the connection became unusable."""
+    """Each item handed over ends in exactly one list; `error` is set when the connection became unusable.
+    A failed or bounced item comes with the error to record and its `reason` for a log line (no address)."""
 
     accepted: list[T] = field(default_factory=list)
-    failed: list[tuple[T, str]] = field(default_factory=list)  # refused for good, or fate unknown: not retried
-    bounced: list[tuple[T, str]] = field(default_factory=list)  # the address refused for good (5xx to RCPT TO)
+    failed: list[tuple[T, str, str]] = field(default_factory=list)  # refused for good, or fate unknown: not retried
+    bounced: list[tuple[T, str, str]] = field(default_factory=list)  # the address refused for good (5xx to RCPT TO)
     retry: list[T] = field(default_factory=list)  # refused for now (4xx): certainly not sent
     released: list[T] = field(default_factory=list)  # never handed over: certainly not sent
     error: str = ""
@@ -74,7 +75,7 @@ def deliver(
         try:
             built = message(item)
         except Exception as exc:  # the message could not be built (an address the email package refuses)
-            delivery.failed.append((item, f"not sent: {describe(exc)}"))
+            delivery.failed.append((item, f"not sent: {describe(exc)}", reason(exc)))
             continue
         if handing_over is not None:
             handing_over(item, unrecorded)
@@ -87,9 +88,9 @@ def deliver(
             if codes and all(400 <= code < 500 for code in codes):
                 delivery.retry.append(item)
             elif codes and all(code >= 500 for code in codes):
-                delivery.bounced.append((item, describe(exc)))
+                delivery.bounced.append((item, describe(exc), reason(exc)))
             else:
-                delivery.failed.append((item, describe(exc)))
+                delivery.failed.append((item, describe(exc), reason(exc)))
         except (smtplib.SMTPSenderRefused, smtplib.SMTPAuthenticationError, smtplib.SMTPHeloError) as exc:
             # Refused before DATA for a reason of ours (sender, credentials): no message of the batch can go.
             delivery.released.extend(items[index:])
@@ -103,17 +104,17 @@ def deliver(
             if 400 <= exc.smtp_code < 500:
                 delivery.retry.append(item)
             else:
-                delivery.failed.append((item, describe(exc)))
+                delivery.failed.append((item, describe(exc), reason(exc)))
         except smtplib.SMTPNotSupportedError as exc:  # e.g. a non-ASCII address to a server without SMTPUTF8
-            delivery.failed.append((item, f"not sent: {describe(exc)}"))
+            delivery.failed.append((item, f"not sent: {describe(exc)}", reason(exc)))
         except (smtplib.SMTPException, OSError) as exc:
             # Disconnected or timed out in the middle: whether the server took this one is unknown.
-            delivery.failed.append((item, f"{AMBIGUOUS}: {describe(exc)}"))
+            delivery.failed.append((item, f"{AMBIGUOUS}: {describe(exc)}", reason(exc)))
             delivery.released.extend(items[index + 1 :])
             delivery.error = describe(exc)
             break
         except Exception as exc:  # refused while being built by the backend (an address the email package refuses)
-            delivery.failed.append((item, f"not sent: {describe(exc)}"))
+            delivery.failed.append((item, f"not sent: {describe(exc)}", reason(exc)))
         else:
             delivery.accepted.append(item)
             unrecorded.append(item)
@@ -131,6 +132,16 @@ def describe(exc: BaseException) -> str:
     else:
         text = f"{type(exc).__name__}: {exc}"
     return text[:1000]
+
+
+def reason(exc: BaseException) -> str:
+    """What went wrong, fit for a log line: the server's reply code, or the error's type (never its text,
+    which may name the address)."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return "smtp " + ",".join(sorted({str(code) for code, _ in exc.recipients.values()}))
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return f"smtp {exc.smtp_code}"
+    return type(exc).__name__
 
 
 def _text(value: bytes | str) -> str:

@@ -105,9 +105,10 @@ class Enrollment(models.Model):
             ),
         ]
         indexes = [
-            # The sender's claim query: active enrollments due now, oldest first.
+            # The sender's claim: per workspace, its active enrollments due now, oldest first (a fair share
+            # of each workspace's; campaigns/sending.py).
             models.Index(
-                fields=["next_send_at"],
+                fields=["workspace", "next_send_at"],
                 condition=Q(state="active", next_send_at__isnull=False),
                 name="campaigns_enrollment_due",
             ),
@@ -116,6 +117,18 @@ class Enrollment(models.Model):
             models.Index(fields=["campaign", "-enrolled_at", "-id"], name="campaigns_enrollment_recent"),
             # The sender's confirmations to send and pending enrollments to expire: few rows.
             models.Index(fields=["confirm_by"], condition=Q(state="pending"), name="campaigns_enrollment_pending"),
+            # The confirmations waiting, per workspace: a fair share of each (campaigns/confirmation.py)...
+            models.Index(
+                fields=["workspace", "confirm_by"],
+                condition=Q(state="pending", confirmation_sent_at__isnull=True),
+                name="campaigns_enrollment_unmailed",
+            ),
+            # ...and each one's quota, the confirmations it mailed over the last day.
+            models.Index(
+                fields=["workspace", "confirmation_sent_at"],
+                condition=Q(confirmation_sent_at__isnull=False),
+                name="campaigns_enrollment_mailed",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -2,8 +2,9 @@
 
 Guarantee: **at most once per step**. A pass works in batches of three steps:
 
-1. Reserve, in one short transaction holding the claimed enrollments' row locks
-   (`SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint rows): skip suppressed
+1. Reserve, in one short transaction holding the claimed enrollments' row locks (a fair share of each
+   workspace's due enrollments, `SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint
+   rows and one workspace's backlog never fills a batch others wait behind): skip suppressed
    addresses and contacts without one, defer what is over the workspace's daily limit, and for each
    step to send insert its EmailSend row (unique per enrollment and position), `reserved` by this
    worker's database session, and advance the enrollment (last_sent_position, last_sent_at,
@@ -27,7 +28,7 @@ import logging
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,7 +36,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 from django.db.models.functions import Lower
 from django.utils import timezone
 
@@ -47,6 +48,7 @@ from campaigns.schedule import step_due_at
 from campaigns.services import enrollment_event, suppression_add
 from campaigns.unsubscribe import unsubscribe_url
 from lftrack.errors import Unprocessable
+from lftrack.fairshare import in_turns, waiting_workspaces_sql
 from lftrack.logs import request_id_var
 from workspaces.models import Workspace
 
@@ -116,7 +118,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
         _recover(now=timezone.now())
         result.confirmations = confirmations_send(now=timezone.now(), mailer=mailer)
         while True:
-            reservations, claimed = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
+            reservations, more = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
             if reservations:
                 delivery = deliver(reservations, _message, mailer, handing_over=_handing_over)
                 _record(delivery, now=timezone.now())
@@ -127,7 +129,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
                     result.smtp_error = delivery.error
                     logger.error("email backend unavailable", extra={"error": delivery.error})
                     break
-            if claimed < batch_size or should_stop():
+            if not more or should_stop():
                 break
     finally:
         mailer.close()
@@ -176,36 +178,69 @@ def sender_run(*, stop: threading.Event, batch_size: int = BATCH_SIZE, idle_seco
 # 1. Reserve
 
 
-def claim_query(*, now: datetime, batch_size: int) -> QuerySet[Enrollment]:
-    """Due active enrollments of active campaigns, oldest first, locked; rows other workers hold are skipped.
+_ENROLLMENT = Enrollment._meta.db_table
+_SCHEDULED = "e.state = 'active' AND e.next_send_at IS NOT NULL"
+# The batch, locked: every workspace with something due gives its oldest due enrollments of active campaigns, an
+# equal share of the batch (at least one each). The workspaces are found by a skip scan of the partial index
+# `campaigns_enrollment_due` (workspace_id, next_send_at: one probe each gives a workspace and its earliest
+# due time), and each one's share is a range of the same index; rows other workers hold are skipped. A test
+# and bench/sender.py check the plan.
+_CLAIM_SQL = f"""
+    WITH RECURSIVE waiting (workspace_id, next_send_at) AS (
+        {waiting_workspaces_sql(table=_ENROLLMENT, condition=_SCHEDULED, first="next_send_at")}
+    ), due AS MATERIALIZED (
+        SELECT workspace_id FROM waiting WHERE next_send_at <= %(now)s
+    ), share AS (
+        SELECT GREATEST(1, %(batch)s / NULLIF(count(*), 0)) AS size FROM due
+    )
+    SELECT claimed.id, share.size FROM due CROSS JOIN share CROSS JOIN LATERAL (
+        SELECT e.id FROM {_ENROLLMENT} e JOIN {Campaign._meta.db_table} c ON c.id = e.campaign_id
+        WHERE e.workspace_id = due.workspace_id AND {_SCHEDULED} AND e.next_send_at <= %(now)s
+          AND c.status = %(active)s
+        ORDER BY e.next_send_at
+        LIMIT share.size
+        FOR UPDATE OF e SKIP LOCKED
+    ) claimed
+"""
 
-    Served by the partial index `campaigns_enrollment_due` (next_send_at WHERE state = 'active' AND
-    next_send_at IS NOT NULL) in next_send_at order, stopping after `batch_size` rows (a test and
-    bench/sender.py check the plan). Each row carries its address lower-cased by the database, as
-    Suppression stores it; the suppression check is a second query (`_suppressed`) so that it runs
-    for the claimed rows only, where a correlated EXISTS here could be planned as a hash of the
-    whole suppression list for every batch.
+
+def claim_sql(*, now: datetime, batch_size: int) -> tuple[str, dict]:
+    """The statement claiming a batch (due active enrollments of active campaigns, a fair share of each
+    workspace's, locked) and its parameters; it answers (enrollment id, the batch's share per workspace)."""
+    return _CLAIM_SQL, {"now": now, "batch": batch_size, "active": Campaign.Status.ACTIVE}
+
+
+def _claim(*, now: datetime, batch_size: int) -> tuple[list[Enrollment], bool]:
+    """The claimed enrollments, in turns by workspace (each one's oldest first), and whether some workspace
+    took its whole share (so more may be due).
+
+    Each row carries its address lower-cased by the database, as Suppression stores it; the suppression
+    check is a second query (`_suppressed`) so that it runs for the claimed rows only, where a correlated
+    EXISTS in the claim could be planned as a hash of the whole suppression list for every batch.
     """
-    return (
-        Enrollment.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(
-            state=State.ACTIVE,
-            next_send_at__isnull=False,
-            next_send_at__lte=now,
-            campaign__status=Campaign.Status.ACTIVE,
-        )
+    with connection.cursor() as cursor:
+        cursor.execute(*claim_sql(now=now, batch_size=batch_size))
+        rows = cursor.fetchall()
+    if not rows:
+        return [], False
+    claimed = (
+        Enrollment.objects.filter(pk__in=[pk for pk, _ in rows])
         .select_related("customer")
         .annotate(email_lower=Lower("customer__email"))
-        .order_by("next_send_at")[:batch_size]
+        .order_by("next_send_at", "pk")
     )
+    due = in_turns(claimed, key=lambda enrollment: enrollment.workspace_id)
+    per_workspace = Counter(enrollment.workspace_id for enrollment in due)
+    return due, max(per_workspace.values()) >= rows[0][1]
 
 
-def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[list[_Reservation], int]:
-    """Step 1, one transaction: claim a batch, decide for each enrollment, write the reservations."""
+def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[list[_Reservation], bool]:
+    """Step 1, one transaction: claim a batch, decide for each enrollment, write the reservations. Also
+    answers whether more may be due (some workspace took its whole share of the batch)."""
     with transaction.atomic():
-        due = list(claim_query(now=now, batch_size=batch_size))
+        due, more = _claim(now=now, batch_size=batch_size)
         if not due:
-            return [], 0
+            return [], False
         # Read after the claim, under its locks: an activation committed before is seen; one committing
         # later waits for these rows and re-evaluates them (campaigns.schedule).
         steps = _steps_by_campaign({enrollment.campaign_id for enrollment in due})
@@ -229,20 +264,24 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
         reservations: list[_Reservation] = []
         tests: list[EmailSend] = []
         for enrollment, step in to_send:
-            if enrollment.is_test:  # test mode: the step is recorded and the enrollment moves on; nobody is mailed
-                send = _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=None).send
-                send.status, send.message_id = EmailSend.Status.TEST, ""
-                tests.append(send)
-                result.test += 1
-                continue
-            if allowance[enrollment.workspace_id] <= 0:
+            if not enrollment.is_test and allowance[enrollment.workspace_id] <= 0:
                 enrollment.next_send_at = _next_utc_midnight(now)  # the next window; never dropped
                 result.deferred += 1
                 continue
-            allowance[enrollment.workspace_id] -= 1
-            reservations.append(
-                _reservation(enrollment, step, steps[enrollment.campaign_id], now=now, backend_pid=backend_pid)
+            # Test mode: the step is recorded and the enrollment moves on; nobody is mailed.
+            reservation = _reservation_isolated(
+                enrollment, step, steps[enrollment.campaign_id], now=now,
+                backend_pid=None if enrollment.is_test else backend_pid,
             )
+            if reservation is None:
+                result.deferred += 1
+            elif enrollment.is_test:
+                reservation.send.status, reservation.send.message_id = EmailSend.Status.TEST, ""
+                tests.append(reservation.send)
+                result.test += 1
+            else:
+                allowance[enrollment.workspace_id] -= 1
+                reservations.append(reservation)
 
         EmailSend.objects.bulk_create([*tests, *(reservation.send for reservation in reservations)])
         _enrollments_save(due)
@@ -251,7 +290,7 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
                 enrollment_event(enrollment, "enrollment.stopped")
             elif enrollment.state == State.COMPLETED:
                 enrollment_event(enrollment, "enrollment.completed")
-    return reservations, len(due)
+    return reservations, more
 
 
 def _enrollments_save(enrollments: list[Enrollment]) -> None:
@@ -336,6 +375,25 @@ def _reservation(
     return reservation
 
 
+def _reservation_isolated(
+    enrollment: Enrollment, step: CampaignEmail, steps: list[CampaignEmail], *, now: datetime, backend_pid: int | None
+) -> _Reservation | None:
+    """`_reservation`, or None when it raises for this enrollment: one row's data must not stop the batch of
+    every workspace. The enrollment is put back as claimed, due again after RETRY_DELAY, and one line says
+    so (ids and the error's class) once per pass."""
+    claimed = {name: getattr(enrollment, name) for name in _ENROLLMENT_FIELDS}
+    try:
+        return _reservation(enrollment, step, steps, now=now, backend_pid=backend_pid)
+    except Exception as exc:
+        for name, value in claimed.items():
+            setattr(enrollment, name, value)
+        enrollment.next_send_at = now + RETRY_DELAY
+        logger.error("enrollment not reserved", extra={
+            "enrollment_id": enrollment.pk, "workspace_id": enrollment.workspace_id, "error": type(exc).__name__,
+        })
+        return None
+
+
 def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:
     """How many more emails each workspace may send this UTC day, every send of the workspace counted (test
     sends mail nobody: not counted).
@@ -418,11 +476,16 @@ def _record(delivery: Delivery[_Reservation], *, now: datetime) -> None:
             EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in delivery.accepted]).update(
                 status=EmailSend.Status.SENT, error="", reserved_by=None
             )
-        for reservation, error in [*delivery.failed, *delivery.bounced]:
+        for reservation, error, reason in [*delivery.failed, *delivery.bounced]:
             EmailSend.objects.filter(pk=reservation.send.pk).update(
                 status=EmailSend.Status.FAILED, error=error, reserved_by=None
             )
-        for reservation, _ in delivery.bounced:
+            # One line per email that failed for good (it is never tried again): ids and the reason, no address.
+            logger.warning("email not sent", extra={
+                "send_id": reservation.send.pk, "workspace_id": reservation.send.workspace_id,
+                "campaign_id": reservation.send.campaign_id, "error": reason,
+            })
+        for reservation, _, _ in delivery.bounced:
             _bounce(reservation)
         if delivery.retry:
             _release(delivery.retry, retry_at=now + RETRY_DELAY)

@@ -11,8 +11,11 @@ import json
 import logging
 import random
 import threading
+import time
+from collections.abc import Iterator
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -69,19 +72,53 @@ def retry_delay(attempt: int) -> timedelta:
     return timedelta(seconds=seconds * random.uniform(0.75, 1.25))
 
 
+# A workspace sends on this many jobs at once at most, across all workers, so that other workspaces' jobs
+# always find worker slots free (docs/concurrency.md, "Fair shares"). Session advisory locks, class
+# SLOT_LOCK_CLASS + slot, keyed by the workspace: a worker that dies frees its slot with its connection.
+WORKSPACE_SLOTS = 2
+SLOT_LOCK_CLASS = 4310
+
+
+class SlotsTaken(Exception):
+    """The workspace already sends on all its slots: the job gives its worker slot back and runs again later,
+    keeping its place (webhooks/tasks.py, `DeliveryRetry`)."""
+
+
+@contextmanager
+def workspace_slot(workspace_id: int) -> Iterator[None]:
+    """Hold one of the workspace's WORKSPACE_SLOTS for the block; SlotsTaken when all are held elsewhere."""
+    key = workspace_id % 2**31
+    taken = None
+    with connection.cursor() as cursor:
+        for slot in range(WORKSPACE_SLOTS):
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_CLASS + slot, key])
+            if cursor.fetchone()[0]:
+                taken = slot
+                break
+    if taken is None:
+        raise SlotsTaken()
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SLOT_LOCK_CLASS + taken, key])
+
+
 def delivery_attempt(*, delivery_id: int) -> datetime | None:
     """Send the delivery once; when to try again (None: delivered, failed for good, or nothing to do).
 
     A delivery no longer pending (delivered, failed, replaced) or gone is left alone; one whose endpoint
-    is disabled stays pending, to be queued again when it is re-enabled."""
+    is disabled stays pending, to be queued again when it is re-enabled. Sends in one of the workspace's
+    slots (SlotsTaken when none is free)."""
     delivery = Delivery.objects.select_related("event", "endpoint").filter(pk=delivery_id).first()
     if delivery is None or delivery.state != State.PENDING or not delivery.endpoint.enabled:
         return None
-    body = event_body(delivery.event)
-    started = timezone.now()
-    headers = signature_headers(delivery.endpoint, msg_id=delivery.event.public_id, at=started, body=body)
-    answer = network.post(delivery.endpoint.url, body, headers)
-    return delivery_record(delivery, answer, started=started)
+    with workspace_slot(delivery.workspace_id):
+        body = event_body(delivery.event)
+        started = timezone.now()
+        headers = signature_headers(delivery.endpoint, msg_id=delivery.event.public_id, at=started, body=body)
+        answer = network.post(delivery.endpoint.url, body, headers)
+        return delivery_record(delivery, answer, started=started)
 
 
 @transaction.atomic
@@ -144,6 +181,9 @@ BATCH_RECORD_SECONDS = 2.0
 # A batch job sends on this many connections at once, one customer's deliveries always on the same one:
 # a receiver answering in 100 ms gets up to 40 deliveries a second from one job, not 10.
 BATCH_LANES = 4
+# A batch job starts no delivery past this many seconds: a slow receiver's rest goes behind (a job per
+# delivery), and the worker slot is given back within this and one attempt's 5 s.
+BATCH_BUDGET_SECONDS = 30.0
 
 
 def deliveries_send(*, endpoint_id: int, delivery_ids: list[int]) -> int:
@@ -156,10 +196,18 @@ def deliveries_send(*, endpoint_id: int, delivery_ids: list[int]) -> int:
     pending outside the batch (retrying, replayed), or one that failed earlier in the batch, is not sent
     here but queued behind it on the customer's lock (`deliveries_queue`), as is a failed one's retry.
     The endpoint's streak counts as answers come: once it reaches WEBHOOK_FAILURES_TO_DISABLE nothing
-    more is sent (the endpoint is disabled as the batch is recorded; its deliveries wait for it)."""
+    more is sent (the endpoint is disabled as the batch is recorded; its deliveries wait for it). Past
+    BATCH_BUDGET_SECONDS nothing more is started either: the rest goes behind. Sends in one of the
+    workspace's slots (SlotsTaken when none is free)."""
     endpoint = Endpoint.objects.filter(pk=endpoint_id).first()
     if endpoint is None or not endpoint.enabled:
         return 0
+    with workspace_slot(endpoint.workspace_id):
+        return _batch_send(endpoint, delivery_ids)
+
+
+def _batch_send(endpoint: Endpoint, delivery_ids: list[int]) -> int:
+    endpoint_id = endpoint.pk
     deliveries = list(
         Delivery.objects.select_related("event")
         .filter(pk__in=delivery_ids, endpoint_id=endpoint_id, state=State.PENDING).order_by("pk")
@@ -183,13 +231,15 @@ def deliveries_send(*, endpoint_id: int, delivery_ids: list[int]) -> int:
     sent: list[tuple[Delivery, network.Answer, datetime]] = []
     lock = threading.Lock()
     streak = [endpoint.failures_in_row]
+    deadline = time.monotonic() + BATCH_BUDGET_SECONDS
 
     def lane_send(lane: list[tuple[Delivery, bytes]]) -> None:
         held: set[int] = set()
         for delivery, body in lane:
             customer = delivery.event.customer_id
             with lock:
-                if customer in held or streak[0] >= settings.WEBHOOK_FAILURES_TO_DISABLE:
+                if (customer in held or streak[0] >= settings.WEBHOOK_FAILURES_TO_DISABLE
+                        or time.monotonic() >= deadline):
                     behind.append(delivery)
                     continue
             started = timezone.now()

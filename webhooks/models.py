@@ -64,8 +64,10 @@ class Event(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["workspace", "-id"], name="webhooks_event_recent"),
-            # The sweeper's search for events committed but not dispatched: a handful at most.
-            models.Index(fields=["id"], condition=Q(dispatched_at__isnull=True), name="webhooks_event_undispatched"),
+            # Events committed but not dispatched, per workspace: a workspace's dispatch job takes its own in
+            # order without reading past another's backlog; the sweeper finds the workspaces with old ones.
+            models.Index(fields=["workspace", "id"], condition=Q(dispatched_at__isnull=True),
+                         name="webhooks_event_undispatched"),
             models.Index(fields=["created_at"], name="webhooks_event_age"),
         ]
 

@@ -22,13 +22,14 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
 from procrastinate.manager import JobManager
 
 from lftrack.db import prepared_cursor
+from lftrack.fairshare import waiting_workspaces_sql
 from webhooks.events import EVENT_TYPES
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.payloads import payload_build
@@ -151,29 +152,63 @@ _DISPATCH_JOBS_DROP = (
 )
 
 
-def events_dispatch(*, workspace_id: int | None = None, event_ids: list[int] | None = None, limit: int = 500) -> int:
-    """Create the deliveries of undispatched events (these, the workspace's, or else the oldest past the
-    grace), queue their sending, and drop the dispatch jobs still waiting for them; returns how many
-    events were dispatched (at most `limit`). Concurrent callers take disjoint events (SKIP LOCKED); an
-    event is dispatched once.
+_UNDISPATCHED = "e.dispatched_at IS NULL"
+# The workspaces with an event left undispatched past the grace: a skip scan of webhooks_event_undispatched
+# (workspace_id, id) gives each one's oldest undispatched event, one probe per workspace.
+_STALE_WORKSPACES_SQL = f"""
+    WITH RECURSIVE waiting (workspace_id, id) AS (
+        {waiting_workspaces_sql(table=EVENT_TABLE, condition=_UNDISPATCHED, first="id")}
+    )
+    SELECT w.workspace_id FROM waiting w JOIN {EVENT_TABLE} ev ON ev.id = w.id WHERE ev.created_at < %(before)s
+"""
+
+
+def events_dispatch(
+    *, workspace_id: int | None = None, event_ids: list[int] | None = None, before: datetime | None = None,
+    limit: int = 500, poisoned: set[int] | None = None,
+) -> int:
+    """Create the deliveries of undispatched events (these, the workspace's, those created before `before`),
+    queue their sending, and drop the dispatch jobs still waiting for them; returns how many events were
+    dispatched (at most `limit`). Concurrent callers take disjoint events (SKIP LOCKED); an event is
+    dispatched once.
+
+    An event whose object cannot be built (a type this version no longer knows, a builder that raises) is
+    poisoned: logged (one line: ids, type, the error's class) and left undispatched, and the others of
+    the batch go on. Its id is added to `poisoned`, whose events are not taken again: a caller going
+    through a backlog in batches passes the same set to each, and logs each poisoned event once.
 
     Each endpoint gets one `webhooks.deliver_batch` job for its deliveries of the batch, locked per
     endpoint: they are sent in event order (webhooks/delivery.py, `deliveries_send`)."""
+    poisoned = set() if poisoned is None else poisoned
     with transaction.atomic():
         events = Event.objects.select_for_update(skip_locked=True).filter(dispatched_at__isnull=True)
         if event_ids is not None:
             events = events.filter(pk__in=event_ids)
         if workspace_id is not None:
             events = events.filter(workspace_id=workspace_id)
-        if event_ids is None and workspace_id is None:
-            events = events.filter(created_at__lt=timezone.now() - SWEEP_GRACE)
+        if before is not None:
+            events = events.filter(created_at__lt=before)
+        if poisoned:
+            events = events.exclude(pk__in=poisoned)
         events = list(events.order_by("pk")[:limit])
-        if not events:
-            return 0
+        built = []
         for event in events:  # the object as the read API shows it right after the change committed
-            event.data = payload_build(event)
-        Event.objects.bulk_update(events, ["data"])
-        ids = [event.pk for event in events]
+            try:
+                event.data = payload_build(event)
+            except DatabaseError:  # the transaction is lost: the job is tried again
+                raise
+            except Exception as exc:
+                poisoned.add(event.pk)
+                logger.warning("webhook event not dispatched", extra={
+                    "event_id": event.pk, "workspace_id": event.workspace_id, "event_type": event.type,
+                    "error": type(exc).__name__,
+                })
+                continue
+            built.append(event)
+        if not built:
+            return 0
+        Event.objects.bulk_update(built, ["data"])
+        ids = [event.pk for event in built]
         now = timezone.now()
         with connection.cursor() as cursor:
             cursor.execute(
@@ -201,10 +236,19 @@ def events_dispatch(*, workspace_id: int | None = None, event_ids: list[int] | N
 
 
 def events_dispatch_pending() -> int:
-    """The sweeper: dispatch events whose dispatch after commit never ran (the process died); how many."""
-    total = 0
+    """The sweeper: dispatch events whose dispatch after commit never ran (the process died); how many.
+
+    Workspace by workspace, a batch of each in turn, so that one workspace's pile of them (or its poisoned
+    event) never holds back another's."""
+    before = timezone.now() - SWEEP_GRACE
+    total, poisoned = 0, set()
     while True:
-        dispatched = events_dispatch()
+        with connection.cursor() as cursor:
+            cursor.execute(_STALE_WORKSPACES_SQL, {"before": before})
+            workspaces = [row[0] for row in cursor.fetchall()]
+        dispatched = sum(
+            events_dispatch(workspace_id=workspace_id, before=before, poisoned=poisoned) for workspace_id in workspaces
+        )
         total += dispatched
         if dispatched == 0:
             return total

@@ -1,5 +1,7 @@
 """The webhooks' jobs on the task engine: deliveries, the outbox sweeper, stalled jobs, retention."""
 import logging
+import random
+import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -10,14 +12,20 @@ from procrastinate.jobs import Job
 from procrastinate.manager import JobManager
 from procrastinate.retry import BaseRetryStrategy
 
-from webhooks.delivery import deliveries_send, delivery_attempt
+from webhooks.delivery import SlotsTaken, deliveries_send, delivery_attempt
 from webhooks.models import Event
 from webhooks.outbox import (
-    DELIVER_BATCH_TASK, DELIVER_TASK, DISPATCH_TASK, QUEUE, events_dispatch, events_dispatch_pending,
+    DELIVER_BATCH_TASK, DELIVER_TASK, DISPATCH_TASK, QUEUE, event_queue, events_dispatch, events_dispatch_pending,
 )
 
 logger = logging.getLogger("lftrack.webhooks")
 STALLED_SECONDS = 30.0
+# A dispatch job starts no batch past this many seconds: a new job of the workspace takes the rest, behind
+# the jobs queued meanwhile, so a workspace's backlog holds one worker slot at a time, this long at most.
+DISPATCH_BUDGET_SECONDS = 30.0
+# A delivery job that finds its workspace's slots taken waits 1 s, then twice as long each time, up to this:
+# a backlog waiting for its workspace's slots costs the worker a fetch per job every few seconds, not a slot.
+SLOT_WAIT_MAX_SECONDS = 8
 
 
 class RetryAt(Exception):
@@ -37,6 +45,9 @@ class DeliveryRetry(BaseRetryStrategy):
     def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
         if isinstance(exception, RetryAt):
             return RetryDecision(retry_at=exception.at)
+        if isinstance(exception, SlotsTaken):  # its workspace sends on all its slots: later, doubling, jittered
+            wait = min(SLOT_WAIT_MAX_SECONDS, 2**job.attempts) * random.uniform(0.5, 1)
+            return RetryDecision(retry_in={"seconds": wait})
         # One line per failure: the engine logs a retried job at INFO only, which production does not show.
         logger.warning("webhook job failed", extra={"task": job.task_name, "job_id": job.id, "attempt": job.attempts + 1,
                                                     "error": type(exception).__name__})
@@ -61,11 +72,16 @@ def deliver_batch(endpoint_id: int, delivery_ids: list[int]) -> None:
 @app.task(name=DISPATCH_TASK, queue=QUEUE, retry=DeliveryRetry())
 def dispatch(event_id: int, workspace_id: int | None = None) -> None:
     """Dispatch every event of the workspace committed by now, this one among them, in batches: each
-    event's object, one delivery per endpoint that wants it, one sending job per endpoint and batch."""
+    event's object, one delivery per endpoint that wants it, one sending job per endpoint and batch.
+    Past DISPATCH_BUDGET_SECONDS, a new job of the workspace takes over (behind others' jobs)."""
     if workspace_id is None:  # a job queued before dispatches went by workspace
         workspace_id = Event.objects.filter(pk=event_id).values_list("workspace_id", flat=True).first()
-    while workspace_id is not None and events_dispatch(workspace_id=workspace_id):
-        pass
+    deadline = time.monotonic() + DISPATCH_BUDGET_SECONDS
+    poisoned: set[int] = set()  # logged once by this job, then skipped
+    while workspace_id is not None and events_dispatch(workspace_id=workspace_id, poisoned=poisoned):
+        if time.monotonic() >= deadline:
+            event_queue(event_id=event_id, workspace_id=workspace_id, customer_id=None)
+            return
 
 
 @app.periodic(cron="* * * * *")

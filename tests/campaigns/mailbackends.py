@@ -33,3 +33,13 @@ class PickyBackend(EmailBackend):
         if to.startswith("later"):
             raise smtplib.SMTPRecipientsRefused({to: (451, b"4.7.1 try again later")})
         return super().send_messages(messages)
+
+
+class PoisonBackend(EmailBackend):
+    """The locmem outbox, except that a message to an address starting `poison` makes the backend raise: a row
+    that breaks whoever processes it."""
+
+    def send_messages(self, messages):
+        if messages[0].to[0].startswith("poison"):
+            raise ValueError(f"cannot encode {messages[0].to[0]}")
+        return super().send_messages(messages)

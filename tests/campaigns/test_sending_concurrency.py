@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.models import EmailSend, Enrollment
-from campaigns.sending import PassResult, claim_query, run_pass
+from campaigns.sending import PassResult, claim_sql, run_pass
 from customers.models import Customer
 from tests.factories import CampaignEmailFactory, CampaignFactory, WorkspaceFactory
 
@@ -106,8 +106,10 @@ def test_the_claim_query_is_served_by_the_due_index():
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE campaigns_enrollment")
-    with transaction.atomic():
-        plan = claim_query(now=timezone.now(), batch_size=100).explain()
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql, params = claim_sql(now=timezone.now(), batch_size=100)
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "campaigns_enrollment_due" in plan, plan
     assert "LockRows" in plan, plan
     assert "Seq Scan on campaigns_enrollment" not in plan, plan
