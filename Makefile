@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test install clean openapi sysdeps sender worker screenshots
+.PHONY: run test lint install clean openapi sysdeps sender worker screenshots
 
 install: $(STAMP)
 
@@ -43,6 +43,11 @@ run: $(STAMP) .env
 # With DATABASE_URL set the suite runs on that server; without it, on the embedded one. With REDIS_URL set,
 # on that Redis; without it, on a private redis-server of its own (lftrack/devdb.py, private_redis). -rs:
 # every skipped test says why.
+# ruff holds the format and the lint rules (pyproject.toml, [tool.ruff]); .ci/run runs it before the tests.
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
 test: $(TEST_STAMP) sysdeps
 	$(DB) --redis $(PY) -m pytest -rs
 

@@ -1,4 +1,5 @@
 """gunicorn settings for lftrack: `gunicorn -c gunicorn.conf.py lftrack.wsgi`. Every value can be overridden by environment."""
+
 import multiprocessing
 import os
 

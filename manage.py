@@ -6,6 +6,7 @@ DATABASE_URL=embedded), never overriding the environment, and refusing to where 
 deployment's (lftrack/devdb.py, env_file_read); ENV_FILE names another file, or none when empty.
 DATABASE_URL=embedded starts (or joins) the embedded PostgreSQL of lftrack/devdb.py.
 """
+
 import os
 import sys
 
@@ -21,7 +22,7 @@ if __name__ == "__main__":
     from django.core.management import execute_from_command_line
 
     try:
-        settings.INSTALLED_APPS  # reads the environment now, so a missing variable is one line, not a traceback
+        settings.INSTALLED_APPS  # noqa: B018 (reads the environment now, so a missing variable is one line, not a traceback)
     except ImproperlyConfigured as error:
         sys.exit(f"manage.py: {error} (development: `make run` writes a .env that sets them)")
     execute_from_command_line(sys.argv)

@@ -4,4 +4,5 @@ The one layer that spans the domain: its modules may import any app, and no app 
 admin autodiscovery imports this module, which registers each app's screens by importing them; the site
 itself (its name, sidebar and home page) is backoffice/site.py.
 """
+
 from backoffice import campaigns, clicks, conversions, customers, webhooks, workspaces  # noqa: F401  (they register)

@@ -1,10 +1,11 @@
 """Campaigns, their sequence emails and recipients, suppressions and sends in the back office."""
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -82,7 +83,17 @@ class CampaignEmailInline(WorkspaceScopedStackedInline):
 class CampaignAdmin(WorkspaceScopedAdmin):
     view_roles = MEMBERS
     add_roles = change_roles = OWNERS
-    list_display = ["name", "slug", "status", "leads", "enrollments", "sends", "unsubscribes", "complaints", "recipients"]
+    list_display = [
+        "name",
+        "slug",
+        "status",
+        "leads",
+        "enrollments",
+        "sends",
+        "unsubscribes",
+        "complaints",
+        "recipients",
+    ]
     list_filter = ["status", "workspace"]
     search_fields = ["name", "slug"]
     ordering = ["name", "pk"]
@@ -113,13 +124,15 @@ class CampaignAdmin(WorkspaceScopedAdmin):
             self.message_user(request, f"Paused {campaign}: due emails wait until you resume it.", messages.SUCCESS)
         else:
             campaign_resume(campaign=campaign)
-            self.message_user(request, f"Resumed {campaign}: emails that fell due go out on the next pass.",
-                              messages.SUCCESS)
+            self.message_user(
+                request, f"Resumed {campaign}: emails that fell due go out on the next pass.", messages.SUCCESS
+            )
         return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
 
     def get_urls(self):
-        switch = path("<path:object_id>/switch/", self.admin_site.admin_view(self.switch_view),
-                      name="campaigns_campaign_switch")
+        switch = path(
+            "<path:object_id>/switch/", self.admin_site.admin_view(self.switch_view), name="campaigns_campaign_switch"
+        )
         return [switch, *super().get_urls()]
 
     def _switch(self, request, queryset, status: str, service, done: str) -> None:
@@ -166,8 +179,13 @@ class CampaignAdmin(WorkspaceScopedAdmin):
                 continue
             data = step_form.cleaned_data
             if step_form.instance.pk is None:
-                campaign_email_add(campaign=campaign, subject=data["subject"], body=data["body"],
-                                   delay_minutes=data["delay_minutes"], active=data["active"])
+                campaign_email_add(
+                    campaign=campaign,
+                    subject=data["subject"],
+                    body=data["body"],
+                    delay_minutes=data["delay_minutes"],
+                    active=data["active"],
+                )
                 continue
             step = step_form.instance
             CampaignEmail.objects.filter(pk=step.pk).update(
@@ -183,8 +201,11 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     @admin.display(description="enrollments", ordering="n_enrollments")
     def enrollments(self, obj: Campaign) -> str:
         return format_html(
-            "{} <span class=\"lf-muted\">({} active, {} stopped, {} completed)</span>",
-            obj.n_enrollments, obj.n_active, obj.n_stopped, obj.n_completed,
+            '{} <span class="lf-muted">({} active, {} stopped, {} completed)</span>',
+            obj.n_enrollments,
+            obj.n_active,
+            obj.n_stopped,
+            obj.n_completed,
         )
 
     @admin.display(description="sends", ordering="n_sends")

@@ -1,4 +1,5 @@
 """Posts and links with their clicks, leads, sales and revenue: rolled-up totals plus the live tail (rollups/)."""
+
 import base64
 import io
 
@@ -40,9 +41,13 @@ def _column(number: LinkNumber):
 def revenue_text(revenue: list[dict]) -> str:
     """Net revenue per currency, one line each; gross and refunded beside it when something was refunded."""
     lines = [
-        (amount_text(entry["net_cents"], entry["currency"]),
-         f" (gross {amount_text(entry['gross_cents'], entry['currency'])}, refunded "
-         f"{amount_text(entry['refunded_cents'], entry['currency'])})" if entry["refunded_cents"] else "")
+        (
+            amount_text(entry["net_cents"], entry["currency"]),
+            f" (gross {amount_text(entry['gross_cents'], entry['currency'])}, refunded "
+            f"{amount_text(entry['refunded_cents'], entry['currency'])})"
+            if entry["refunded_cents"]
+            else "",
+        )
         for entry in revenue
     ]
     return format_html_join(mark_safe("<br>"), "{}{}", lines) if lines else "-"
@@ -183,14 +188,18 @@ class PostAdmin(NumbersColumns, WorkspaceScopedAdmin):
 
 
 class LinkCreateForm(OnceForm, WorkspaceChoiceForm):
-    destination = forms.URLField(max_length=2048, assume_scheme="https",
-                                 help_text="Where visitors land; the click id is added as lf_cid.")
+    destination = forms.URLField(
+        max_length=2048, assume_scheme="https", help_text="Where visitors land; the click id is added as lf_cid."
+    )
     post_title = forms.CharField(
-        max_length=200, required=False, label="Post",
+        max_length=200,
+        required=False,
+        label="Post",
         help_text="The post the link is shared in: an existing title reuses that post; empty makes a new one.",
     )
     campaign = forms.ModelChoiceField(
-        queryset=Campaign.objects.none(), required=False,
+        queryset=Campaign.objects.none(),
+        required=False,
         help_text="Leads and sales of this post's links enroll their person in the campaign.",
     )
 
@@ -253,13 +262,17 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
         return format_html(
             '<div class="lf-copy-row"><input type="text" readonly class="lf-snippet" id="link-{0}" value="{1}/l/{2}" '
             'aria-label="Short link"><button type="button" class="button" data-copy="link-{0}">Copy</button></div>',
-            obj.pk, settings.PUBLIC_BASE_URL, obj.key,
+            obj.pk,
+            settings.PUBLIC_BASE_URL,
+            obj.key,
         )
 
     def add_done(self, request, form):
         data = form.cleaned_data
         link = campaign_link_create(
-            workspace=data["workspace"], destination=data["destination"], campaign=data["campaign"],
+            workspace=data["workspace"],
+            destination=data["destination"],
+            campaign=data["campaign"],
             post_title=data["post_title"] or None,
         )
         self.log_addition(request, link, [{"added": {}}])

@@ -1,4 +1,5 @@
 """Reading a contacts CSV file: bounded in bytes and rows and its header checked before any row is matched or kept."""
+
 import csv
 import io
 

@@ -1,4 +1,5 @@
 """The contact page's sections: first touch, clicks, conversions, emails, enrollments and one timeline of it all."""
+
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -52,8 +53,15 @@ def contact_sections(customer: Customer) -> dict:
     sends = list(sends_of_customer(customer=customer)[: PAGE_ROWS + 1])
     enrollments = list(enrollments_of_customer(customer=customer)[: PAGE_ROWS + 1])
     activities = list(customer_activity(customer=customer)[: PAGE_ROWS * 2])
-    more = {f"more_{name}": len(rows) > PAGE_ROWS for name, rows in
-            (("conversions", conversions), ("clicks", clicks), ("sends", sends), ("enrollments", enrollments))}
+    more = {
+        f"more_{name}": len(rows) > PAGE_ROWS
+        for name, rows in (
+            ("conversions", conversions),
+            ("clicks", clicks),
+            ("sends", sends),
+            ("enrollments", enrollments),
+        )
+    }
     conversions, clicks, sends, enrollments = (rows[:PAGE_ROWS] for rows in (conversions, clicks, sends, enrollments))
     by_contact = f"?customer__id__exact={customer.pk}"
     return {
@@ -90,11 +98,19 @@ def timeline(customer: Customer, activities, clicks, conversions, sends, enrollm
     """Identity changes, clicks, conversions, enrollments (and their stops, resumes, completions), emails and
     the suppression, newest first."""
     entries = [Entry(a.created_at, "identity", _describe(a), a.get_channel_display()) for a in activities]
-    entries += [Entry(c.created_at, "click", format_html("Clicked {} ({})", _link(c.link), _post(c.link)),
-                      _device(c)) for c in clicks]
-    entries += [Entry(c.occurred_at, c.event, format_html("{}{} via {}", c.get_event_display(), _conversion_what(c),
-                                                          _link(c.link)), c.get_channel_display())
-                for c in conversions]
+    entries += [
+        Entry(c.created_at, "click", format_html("Clicked {} ({})", _link(c.link), _post(c.link)), _device(c))
+        for c in clicks
+    ]
+    entries += [
+        Entry(
+            c.occurred_at,
+            c.event,
+            format_html("{}{} via {}", c.get_event_display(), _conversion_what(c), _link(c.link)),
+            c.get_channel_display(),
+        )
+        for c in conversions
+    ]
     for e in enrollments:
         campaign = _campaign(e.campaign_id, e.campaign)
         entries.append(Entry(e.enrolled_at, "enrollment", format_html("Enrolled in {}", campaign)))
@@ -115,8 +131,12 @@ def timeline(customer: Customer, activities, clicks, conversions, sends, enrollm
 
 
 def _link(link: Link) -> SafeString:
-    return format_html('<a href="{}" title="{}">/l/{}</a>', reverse("admin:clicks_link_change", args=[link.pk]),
-                       link.destination, link.key)
+    return format_html(
+        '<a href="{}" title="{}">/l/{}</a>',
+        reverse("admin:clicks_link_change", args=[link.pk]),
+        link.destination,
+        link.key,
+    )
 
 
 def _post(link: Link) -> SafeString:

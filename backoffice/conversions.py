@@ -1,5 +1,6 @@
 """Conversions in the back office: a read-only list of leads and sales with their contact, link and post; test-mode
 data only when asked for."""
+
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import OuterRef
@@ -33,8 +34,21 @@ class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     list_select_related = ["customer", "link__post", "click"]
     search_fields = ["customer__email", "customer__external_id", "event_name", "=click__click_id"]
     ordering = ["-occurred_at", "-pk"]
-    fields = ["event", "value", "refunded", "event_name", "contact", "click", "link_key", "post", "occurred_at", "channel",
-              "invoice_id", "is_test", "meta"]
+    fields = [
+        "event",
+        "value",
+        "refunded",
+        "event_name",
+        "contact",
+        "click",
+        "link_key",
+        "post",
+        "occurred_at",
+        "channel",
+        "invoice_id",
+        "is_test",
+        "meta",
+    ]
     readonly_fields = fields
     actions = []
     export_name = "conversions"
@@ -70,12 +84,18 @@ class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     def contact(self, obj: ConversionEvent) -> str:
         if obj.customer is None:
             return "-"
-        return format_html('<a href="{}">{}</a>', reverse("admin:customers_customer_change", args=[obj.customer_id]), obj.customer)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:customers_customer_change", args=[obj.customer_id]), obj.customer
+        )
 
     @admin.display(description="link")
     def link_key(self, obj: ConversionEvent) -> str:
-        return format_html('<a href="{}">/l/{}</a>', reverse("admin:clicks_link_change", args=[obj.link_id]), obj.link.key)
+        return format_html(
+            '<a href="{}">/l/{}</a>', reverse("admin:clicks_link_change", args=[obj.link_id]), obj.link.key
+        )
 
     @admin.display(description="post")
     def post(self, obj: ConversionEvent) -> str:
-        return format_html('<a href="{}">{}</a>', reverse("admin:clicks_post_change", args=[obj.link.post_id]), obj.link.post)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:clicks_post_change", args=[obj.link.post_id]), obj.link.post
+        )

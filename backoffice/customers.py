@@ -1,4 +1,5 @@
 """Contacts: search, filters, everything known about a person, and adding one by hand (channel "manual")."""
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -34,8 +35,11 @@ from lftrack.errors import ServiceError
 def suppression_of(outer: str = "") -> Exists:
     """True when the workspace's suppression list (of the contact's mode) holds this contact's lower(email)."""
     return Exists(
-        Suppression.objects.filter(workspace=OuterRef(f"{outer}workspace"), email=Lower(OuterRef(f"{outer}email")),
-                                   is_test=OuterRef(f"{outer}is_test"))
+        Suppression.objects.filter(
+            workspace=OuterRef(f"{outer}workspace"),
+            email=Lower(OuterRef(f"{outer}email")),
+            is_test=OuterRef(f"{outer}is_test"),
+        )
     )
 
 
@@ -89,7 +93,17 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         ("Identity", {"fields": ["email", "name", "external_id", "avatar"]}),
         ("How they came in", {"fields": ["source", "mode", "created_at", "updated_at", "suppression"]}),
     ]
-    readonly_fields = ["email", "name", "external_id", "avatar", "source", "mode", "created_at", "updated_at", "suppression"]
+    readonly_fields = [
+        "email",
+        "name",
+        "external_id",
+        "avatar",
+        "source",
+        "mode",
+        "created_at",
+        "updated_at",
+        "suppression",
+    ]
     suppress_roles = OWNERS
     actions = ["enroll_contacts", "suppress_contacts"]
     export_name = "contacts"
@@ -127,16 +141,22 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
             campaign = form.cleaned_data["campaign"]
             outcomes: dict[str, int] = {}
             for contact in contacts.filter(workspace_id=campaign.workspace_id).order_by("pk"):
-                result = campaign_lead_add(campaign=campaign, email=contact.email, channel=Customer.Channel.MANUAL,
-                                           test=contact.is_test)
+                result = campaign_lead_add(
+                    campaign=campaign, email=contact.email, channel=Customer.Channel.MANUAL, test=contact.is_test
+                )
                 outcomes[result.outcome] = outcomes.get(result.outcome, 0) + 1
             told = ", ".join(f"{count} {outcome.replace('_', ' ')}" for outcome, count in sorted(outcomes.items()))
             self.message_user(request, f"Enrolled in {campaign}: {told or 'nobody'}.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:customers_customer_changelist"))
         return self.render_screen(
-            request, "admin/backoffice/form.html",
-            {"form": form, "submit_label": "Enroll", "intro": f"{contacts.count()} contact(s) with an email, of the "
-             "selected ones in the campaign's workspace, join its sequence now; suppressed addresses are skipped."},
+            request,
+            "admin/backoffice/form.html",
+            {
+                "form": form,
+                "submit_label": "Enroll",
+                "intro": f"{contacts.count()} contact(s) with an email, of the "
+                "selected ones in the campaign's workspace, join its sequence now; suppressed addresses are skipped.",
+            },
             title="Enroll in a campaign",
         )
 
@@ -154,8 +174,13 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         suppressed = 0
         for contact in chosen.select_related("workspace").order_by("pk"):
             try:
-                suppression_add(workspace=contact.workspace, email=contact.email, test=contact.is_test,
-                                reason=Suppression.Reason.UNSUBSCRIBED, channel=Customer.Channel.MANUAL)
+                suppression_add(
+                    workspace=contact.workspace,
+                    email=contact.email,
+                    test=contact.is_test,
+                    reason=Suppression.Reason.UNSUBSCRIBED,
+                    channel=Customer.Channel.MANUAL,
+                )
                 suppressed += 1
             except ServiceError:
                 continue  # an address the suppression list refuses (stored before stricter checks)
@@ -177,7 +202,11 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     def avatar(self, obj: Customer) -> str:
         if not obj.avatar_url:
             return "-"
-        return format_html('<img src="{}" alt="" style="max-height:48px" referrerpolicy="no-referrer"> {}', obj.avatar_url, obj.avatar_url)
+        return format_html(
+            '<img src="{}" alt="" style="max-height:48px" referrerpolicy="no-referrer"> {}',
+            obj.avatar_url,
+            obj.avatar_url,
+        )
 
     @admin.display(description="suppression")
     def suppression(self, obj: Customer) -> str:

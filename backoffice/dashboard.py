@@ -4,6 +4,7 @@ the range before, with its top posts and links, where the clicks came from and t
 Every number comes from the daily roll-ups plus the rows not yet rolled up (rollups/selectors.py): three
 statements whatever the range or the size of the workspace (docs/benchmarks.md, "Dashboard").
 """
+
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -51,14 +52,22 @@ class Choice:
         return self.since - timedelta(days=self.days), self.since - timedelta(days=1)
 
     def filters(self) -> dict:
-        return {"link_ids": [self.link.pk] if self.link else None, "post_ids": [self.post.pk] if self.post else None,
-                "campaign_ids": [self.campaign.pk] if self.campaign else None}
+        return {
+            "link_ids": [self.link.pk] if self.link else None,
+            "post_ids": [self.post.pk] if self.post else None,
+            "campaign_ids": [self.campaign.pk] if self.campaign else None,
+        }
 
     def query(self, **changes) -> str:
         """This view's URL query with `changes` (None drops a parameter)."""
-        params = {"workspace": self.workspace.pk, "range": self.range, "post": self.post and self.post.pk,
-                  "link": self.link and self.link.pk, "campaign": self.campaign and self.campaign.pk,
-                  "currency": self.currency or None}
+        params = {
+            "workspace": self.workspace.pk,
+            "range": self.range,
+            "post": self.post and self.post.pk,
+            "link": self.link and self.link.pk,
+            "campaign": self.campaign and self.campaign.pk,
+            "currency": self.currency or None,
+        }
         if self.range == "custom":
             params.update(since=self.since.isoformat(), until=self.until.isoformat())
         params.update(changes)
@@ -85,8 +94,10 @@ def choice_from(request: HttpRequest, workspaces: list[Workspace]) -> tuple[Choi
         pass
     else:
         if range_ == "custom":
-            problems.append(f"A custom range needs two days, the first not after the second, at most {MAX_DAYS} days, "
-                            "none in the future: showing the last 30 days.")
+            problems.append(
+                f"A custom range needs two days, the first not after the second, at most {MAX_DAYS} days, "
+                "none in the future: showing the last 30 days."
+            )
         range_ = range_ if range_ in {str(days) for days in RANGES} else str(DEFAULT_RANGE)
         until = today
         since = today - timedelta(days=int(range_) - 1)
@@ -119,32 +130,52 @@ def _net(numbers: dict, currency: str) -> int:
 def dashboard_context(choice: Choice) -> dict:
     """Everything the page draws: three statements (the two periods by day, the range by link, the click kinds)."""
     filters = choice.filters()
-    before_since, before_until = choice.previous
-    by_day = daily_numbers(workspace_id=choice.workspace.pk, since=before_since, until=choice.until, group_by="day",
-                           **filters)["groups"]
-    previous, current = by_day[: choice.days], by_day[choice.days:]
+    before_since, _before_until = choice.previous
+    by_day = daily_numbers(
+        workspace_id=choice.workspace.pk, since=before_since, until=choice.until, group_by="day", **filters
+    )["groups"]
+    previous, current = by_day[: choice.days], by_day[choice.days :]
     totals = {name: sum(day[name] for day in current) for name in ("clicks", "leads", "sales")}
     before = {name: sum(day[name] for day in previous) for name in ("clicks", "leads", "sales")}
     currencies = sorted({entry["currency"] for day in by_day for entry in day["revenue"]})
     net_now = {cur: sum(_net(day, cur) for day in current) for cur in currencies}
     net_before = {cur: sum(_net(day, cur) for day in previous) for cur in currencies}
     # The chart's currency: the one asked for, else the one that brought the most (never two added together).
-    currency = choice.currency if choice.currency in currencies else max(currencies, key=lambda c: net_now[c], default="")
+    currency = (
+        choice.currency if choice.currency in currencies else max(currencies, key=lambda c: net_now[c], default="")
+    )
     revenue = [
-        {"currency": cur, "net": amount_text(net_now[cur], cur), "change": _change(net_now[cur], net_before[cur]),
-         "gross": amount_text(sum(e["gross_cents"] for d in current for e in d["revenue"] if e["currency"] == cur), cur),
-         "refunded": amount_text(sum(e["refunded_cents"] for d in current for e in d["revenue"] if e["currency"] == cur), cur),
-         "sales": sum(e["sales"] for d in current for e in d["revenue"] if e["currency"] == cur),
-         "url": choice.query(currency=cur)}
-        for cur in currencies if net_now[cur] or net_before[cur]
+        {
+            "currency": cur,
+            "net": amount_text(net_now[cur], cur),
+            "change": _change(net_now[cur], net_before[cur]),
+            "gross": amount_text(
+                sum(e["gross_cents"] for d in current for e in d["revenue"] if e["currency"] == cur), cur
+            ),
+            "refunded": amount_text(
+                sum(e["refunded_cents"] for d in current for e in d["revenue"] if e["currency"] == cur), cur
+            ),
+            "sales": sum(e["sales"] for d in current for e in d["revenue"] if e["currency"] == cur),
+            "url": choice.query(currency=cur),
+        }
+        for cur in currencies
+        if net_now[cur] or net_before[cur]
     ]
-    cards = [{"name": name.capitalize(), "value": f"{totals[name]:,}", "change": _change(totals[name], before[name])}
-             for name in ("clicks", "leads", "sales")]
+    cards = [
+        {"name": name.capitalize(), "value": f"{totals[name]:,}", "change": _change(totals[name], before[name])}
+        for name in ("clicks", "leads", "sales")
+    ]
     if currency:
-        cards.append({"name": f"Net revenue ({currency})", "value": amount_text(net_now[currency], currency),
-                      "change": _change(net_now[currency], net_before[currency])})
-    by_link = daily_numbers(workspace_id=choice.workspace.pk, since=choice.since, until=choice.until, group_by="link",
-                            **filters)["groups"]
+        cards.append(
+            {
+                "name": f"Net revenue ({currency})",
+                "value": amount_text(net_now[currency], currency),
+                "change": _change(net_now[currency], net_before[currency]),
+            }
+        )
+    by_link = daily_numbers(
+        workspace_id=choice.workspace.pk, since=choice.since, until=choice.until, group_by="link", **filters
+    )["groups"]
     top_links, top_posts = _tops(choice, by_link)
     kinds = click_kinds(workspace_id=choice.workspace.pk, since=choice.since, until=choice.until, **filters)
     return {
@@ -157,7 +188,9 @@ def dashboard_context(choice: Choice) -> dict:
             "sales": [day["sales"] for day in current],
             "currency": currency,
             # In major units for the axis; the exact amounts are in the table.
-            "revenue": [_net(day, currency) / 10 ** MINOR_UNITS.get(currency, 2) for day in current] if currency else [],
+            "revenue": [_net(day, currency) / 10 ** MINOR_UNITS.get(currency, 2) for day in current]
+            if currency
+            else [],
         },
         "top_links": top_links,
         "top_posts": top_posts,
@@ -191,15 +224,29 @@ def _tops(choice: Choice, by_link: list[dict]) -> tuple[list[dict], list[dict]]:
     links = Link.objects.in_bulk([g["key"] for g in best_links])
     titles = dict(Post.objects.filter(pk__in=[pk for pk, _ in best_posts]).values_list("pk", "title"))
     top_links = [
-        {"name": f"/l/{links[g['key']].key}", "detail": links[g["key"]].destination, "clicks": g["clicks"],
-         "leads": g["leads"], "sales": g["sales"], "revenue": _revenue_lines(g["revenue"]),
-         "url": choice.query(link=g["key"]), "page": reverse("admin:clicks_link_change", args=[g["key"]])}
+        {
+            "name": f"/l/{links[g['key']].key}",
+            "detail": links[g["key"]].destination,
+            "clicks": g["clicks"],
+            "leads": g["leads"],
+            "sales": g["sales"],
+            "revenue": _revenue_lines(g["revenue"]),
+            "url": choice.query(link=g["key"]),
+            "page": reverse("admin:clicks_link_change", args=[g["key"]]),
+        }
         for g in best_links
     ]
     top_posts = [
-        {"name": titles.get(pk, ""), "detail": "", "clicks": p["clicks"], "leads": p["leads"], "sales": p["sales"],
-         "revenue": [amount_text(v, c) for c, v in sorted(p["money"].items())] or ["-"],
-         "url": choice.query(post=pk), "page": reverse("admin:clicks_post_change", args=[pk])}
+        {
+            "name": titles.get(pk, ""),
+            "detail": "",
+            "clicks": p["clicks"],
+            "leads": p["leads"],
+            "sales": p["sales"],
+            "revenue": [amount_text(v, c) for c, v in sorted(p["money"].items())] or ["-"],
+            "url": choice.query(post=pk),
+            "page": reverse("admin:clicks_post_change", args=[pk]),
+        }
         for pk, p in best_posts
     ]
     return top_links, top_posts
@@ -209,8 +256,10 @@ def _shares(kind: str, rows: list[tuple[str, int]]) -> list[dict]:
     total = sum(count for _, count in rows) or 1
     shown = rows[:8]
     rest = sum(count for _, count in rows[8:])
-    entries = [{"value": value or NO_VALUE[kind], "clicks": count, "share": round(count * 100 / total)}
-               for value, count in shown]
+    entries = [
+        {"value": value or NO_VALUE[kind], "clicks": count, "share": round(count * 100 / total)}
+        for value, count in shown
+    ]
     if rest:
         entries.append({"value": "others", "clicks": rest, "share": round(rest * 100 / total)})
     return entries
@@ -219,11 +268,17 @@ def _shares(kind: str, rows: list[tuple[str, int]]) -> list[dict]:
 def filter_choices(choice: Choice) -> dict:
     """The campaign and post pickers of the workspace (posts: the newest 300, titles cut to 60 characters, and the
     chosen one)."""
-    posts = [(pk, title[:60]) for pk, title in
-             Post.objects.filter(workspace=choice.workspace).order_by("-created_at", "-pk").values_list("pk", "title")[:300]]
+    posts = [
+        (pk, title[:60])
+        for pk, title in Post.objects.filter(workspace=choice.workspace)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", "title")[:300]
+    ]
     if choice.post and all(pk != choice.post.pk for pk, _ in posts):
         posts.insert(0, (choice.post.pk, choice.post.title))
-    campaigns = list(Campaign.objects.filter(workspace=choice.workspace).order_by("name", "pk").values_list("pk", "name"))
+    campaigns = list(
+        Campaign.objects.filter(workspace=choice.workspace).order_by("name", "pk").values_list("pk", "name")
+    )
     return {"posts": posts, "campaigns": campaigns}
 
 

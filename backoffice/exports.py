@@ -5,10 +5,11 @@ django-import-export's export builds the whole file as a tablib Dataset before t
 in keyset chunks by id, newest first, each chunk a query of its own: no server-side cursor held open for
 the length of a download, and rows added meanwhile never show up half-way.
 """
+
 import csv
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
@@ -34,7 +35,7 @@ def cell(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        return value.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value
@@ -97,8 +98,9 @@ class CsvExportMixin:
             return HttpResponseRedirect(reverse(f"admin:{self._url_name('changelist')}") + "?e=1")
         rows = changelist.get_queryset(request)
         stamp = timezone.now().strftime("%Y%m%d-%H%M")
-        return csv_response(f"{self.export_name or self.model._meta.model_name}-{stamp}.csv", rows_by_id(rows),
-                            self.export_columns)
+        return csv_response(
+            f"{self.export_name or self.model._meta.model_name}-{stamp}.csv", rows_by_id(rows), self.export_columns
+        )
 
     def changelist_view(self, request, extra_context=None):
         url = reverse(f"admin:{self._url_name('export')}", current_app=self.admin_site.name)

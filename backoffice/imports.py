@@ -9,6 +9,7 @@ so an import follows the same identity rules as every other way in (docs/matchin
 of short transactions, so a maximal file never holds a live contact's row for long (docs/concurrency.md,
 "Contact import").
 """
+
 from collections import defaultdict
 
 from django import forms
@@ -64,7 +65,7 @@ class ContactResource(resources.Resource):
         The library would run the whole file in one transaction, holding the row of every contact it matched
         until its last row: a maximal file then made conversions for those contacts wait past their lock timeout.
         """
-        rows = [dict(zip(dataset.headers, values)) for values in dataset]
+        rows = [dict(zip(dataset.headers, values, strict=True)) for values in dataset]
         outcomes: dict[int, RowResult] = {}
         for batch in _batches(rows):
             with transaction.atomic():
@@ -96,7 +97,10 @@ class ContactResource(resources.Resource):
         result.import_type = RowResult.IMPORT_TYPE_NEW if match.created else RowResult.IMPORT_TYPE_UPDATE
         result.object_id, result.object_repr = match.customer.pk, str(match.customer)
         if match.moved_from is not None:
-            result.outcome, result.detail = "moved", f"external id {values['external_id']} moves here from {match.moved_from}"
+            result.outcome, result.detail = (
+                "moved",
+                f"external id {values['external_id']} moves here from {match.moved_from}",
+            )
         elif match.created:
             result.outcome, result.detail = "created", ""
         else:
@@ -133,7 +137,7 @@ def _batches(rows: list[dict[str, str]]) -> list[list[int]]:
     batches: list[list[int]] = [[]]
     for members in groups.values():
         for start in range(0, len(members), BATCH_ROWS):
-            part = members[start:start + BATCH_ROWS]
+            part = members[start : start + BATCH_ROWS]
             if len(batches[-1]) + len(part) > BATCH_ROWS:
                 batches.append([])
             batches[-1].extend(part)
@@ -197,7 +201,7 @@ class ContactConfirmForm(ConfirmImportForm):
 
 
 class ContactImportMixin(ImportMixin):
-    """"Import contacts" on the contacts list, for the roles that may add contacts.
+    """ "Import contacts" on the contacts list, for the roles that may add contacts.
 
     The library's screens and forms, with our own two steps: the upload is read (the form), previewed, and kept
     only when the preview has no error; the confirmation imports what was kept, and forgets it.
@@ -229,7 +233,9 @@ class ContactImportMixin(ImportMixin):
 
     def get_import_resource_kwargs(self, request, **kwargs):
         form = kwargs.get("form")
-        workspace = form.cleaned_data.get("workspace") if form is not None and form.is_bound and form.is_valid() else None
+        workspace = (
+            form.cleaned_data.get("workspace") if form is not None and form.is_bound and form.is_valid() else None
+        )
         return {"workspace": workspace}
 
     def import_action(self, request, **kwargs):
@@ -255,14 +261,21 @@ class ContactImportMixin(ImportMixin):
     def _page(self, request, form, context: dict) -> TemplateResponse:
         """The import page as the library draws it."""
         request.current_app = self.admin_site.name
-        return TemplateResponse(request, [self.import_template_name], {
-            **self.admin_site.each_context(request),
-            **self.get_import_context_data(),
-            "title": "Import", "form": form, "opts": self.model._meta, "media": self.media + form.media,
-            "fields_list": [(ContactResource.get_display_name(), list(contact_csv.COLUMNS))],
-            "import_error_display": self.import_error_display,
-            **context,
-        })
+        return TemplateResponse(
+            request,
+            [self.import_template_name],
+            {
+                **self.admin_site.each_context(request),
+                **self.get_import_context_data(),
+                "title": "Import",
+                "form": form,
+                "opts": self.model._meta,
+                "media": self.media + form.media,
+                "fields_list": [(ContactResource.get_display_name(), list(contact_csv.COLUMNS))],
+                "import_error_display": self.import_error_display,
+                **context,
+            },
+        )
 
     @method_decorator(require_POST)
     def process_import(self, request, **kwargs):
@@ -290,8 +303,11 @@ class ContactImportMixin(ImportMixin):
         return self.process_result(result, request)
 
     def _lost(self, request) -> HttpResponseRedirect:
-        self.message_user(request, "The uploaded file is no longer kept (an hour at most, and only your last three); "
-                          "please upload it again.", messages.ERROR)
+        self.message_user(
+            request,
+            "The uploaded file is no longer kept (an hour at most, and only your last three); please upload it again.",
+            messages.ERROR,
+        )
         return HttpResponseRedirect(reverse("admin:customers_customer_import"))
 
     def generate_log_entries(self, result, request):

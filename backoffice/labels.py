@@ -1,4 +1,5 @@
 """What the back office calls its pages and the sidebar's sections: a marketer's words, not the models' names."""
+
 from django.db.models.options import Options
 
 # What people call each page, where the model's own name is a developer's (`manage.py` and the API keep those).

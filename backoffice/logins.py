@@ -1,5 +1,6 @@
 """Back-office sign-in lockouts: django-axes counting wrong passwords per account and address, per address, and per
 account from addresses it never signed in from (README, "Security")."""
+
 from axes.attempts import get_cool_off_threshold
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username

@@ -1,4 +1,5 @@
 """The back office's tenant scoping: staff see and change only their workspaces, by Membership role."""
+
 import logging
 import secrets
 from collections.abc import Iterable
@@ -107,10 +108,16 @@ class ModeFilter(admin.SimpleListFilter):
         return [("test", "Test data")]
 
     def choices(self, changelist):
-        yield {"selected": self.value() != "test", "query_string": changelist.get_query_string(remove=[self.parameter_name]),
-               "display": "Live"}
-        yield {"selected": self.value() == "test", "query_string": changelist.get_query_string({self.parameter_name: "test"}),
-               "display": "Test data"}
+        yield {
+            "selected": self.value() != "test",
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "Live",
+        }
+        yield {
+            "selected": self.value() == "test",
+            "query_string": changelist.get_query_string({self.parameter_name: "test"}),
+            "display": "Test data",
+        }
 
     field = "is_test"  # a subclass names the row's mode through a relation
 
@@ -158,9 +165,12 @@ class WorkspaceModelForm(forms.ModelForm):
         if workspace_id is None:
             return data
         for name, value in data.items():
-            if isinstance(value, models.Model) and not isinstance(value, Workspace) and hasattr(value, "workspace_id"):
-                if value.workspace_id != workspace_id:
-                    self.add_error(name, "Choose one from the same workspace.")
+            if (
+                isinstance(value, models.Model)
+                and not isinstance(value, Workspace)
+                and getattr(value, "workspace_id", workspace_id) != workspace_id
+            ):
+                self.add_error(name, "Choose one from the same workspace.")
         return data
 
 
@@ -382,9 +392,12 @@ class ServiceFormAdmin(WorkspaceScopedAdmin):
                 # The nonce is spent before the service acts: a reload of the answer (a secret shown
                 # once) or a second click lands on the list instead of making a second one.
                 if "nonce" in form.fields and not form_nonce_use(request, form.cleaned_data["nonce"]):
-                    self.message_user(request, "This form was already sent; what it made is in the list below.",
-                                      messages.WARNING)
-                    return HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist"))
+                    self.message_user(
+                        request, "This form was already sent; what it made is in the list below.", messages.WARNING
+                    )
+                    return HttpResponseRedirect(
+                        reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+                    )
                 try:
                     return self.add_done(request, form)
                 except ServiceError as exc:
@@ -399,8 +412,13 @@ class ServiceFormAdmin(WorkspaceScopedAdmin):
         return self.render_screen(
             request,
             "admin/backoffice/form.html",
-            {"form": form, "submit_label": self.add_submit, "intro": self.add_intro,
-             "changelist_title": self.changelist_title, **(extra_context or {})},
+            {
+                "form": form,
+                "submit_label": self.add_submit,
+                "intro": self.add_intro,
+                "changelist_title": self.changelist_title,
+                **(extra_context or {}),
+            },
             title=self.add_title,
         )
 

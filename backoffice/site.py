@@ -1,4 +1,5 @@
 """The back office's admin site: its name, the sidebar in a marketer's words and order, the dashboard as home."""
+
 from django.contrib import admin
 from django.http import HttpRequest
 from django.template.response import TemplateResponse

@@ -5,6 +5,7 @@ the rate limits and the token revocations: an upload is kept only once it is rea
 without an error (backoffice/contact_csv.py), as its parsed rows, and it leaves on its import, on "Choose
 another file", after an hour, or when its user's fourth upload takes its slot.
 """
+
 import logging
 import uuid
 

@@ -1,5 +1,6 @@
 """Webhook endpoints in the back office (owners): create (secret shown once), change, send a test event,
 rotate the secret, re-enable in one click, the delivery log, and replay of any past event."""
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -44,7 +45,9 @@ class EndpointCreateForm(OnceForm, WorkspaceChoiceForm):
 
 class RotateForm(OnceForm):
     overlap_hours = forms.IntegerField(
-        min_value=0, max_value=OVERLAP_MAX_HOURS, label="Old secret signs for (hours)",
+        min_value=0,
+        max_value=OVERLAP_MAX_HOURS,
+        label="Old secret signs for (hours)",
         help_text="Both secrets sign meanwhile, so your receiver can switch. 0 retires the old one now (a leaked secret).",
     )
 
@@ -64,7 +67,9 @@ class EndpointAdmin(ServiceFormAdmin):
     add_form = EndpointCreateForm
     add_title = "Add a webhook endpoint"
     add_submit = "Create endpoint"
-    add_intro = "lftrack POSTs each event it wants, signed per Standard Webhooks. The signing secret is shown once, next."
+    add_intro = (
+        "lftrack POSTs each event it wants, signed per Standard Webhooks. The signing secret is shown once, next."
+    )
     changelist_title = "Webhook endpoints"
     list_display = ["url", "events", "status", "failures_in_row", "created_at"]
     list_filter = ["workspace", "enabled"]
@@ -96,7 +101,8 @@ class EndpointAdmin(ServiceFormAdmin):
         if not obj.enabled:
             actions.insert(0, ("enable", "Re-enable"))
         posts = format_html_join(
-            " ", '<button type="submit" class="button" formaction="{}" formnovalidate id="endpoint-{}">{}</button>',
+            " ",
+            '<button type="submit" class="button" formaction="{}" formnovalidate id="endpoint-{}">{}</button>',
             ((reverse(f"admin:webhooks_endpoint_{name}", args=[obj.pk]), name, label) for name, label in actions),
         )
         rotate = reverse("admin:webhooks_endpoint_rotate", args=[obj.pk])
@@ -104,14 +110,20 @@ class EndpointAdmin(ServiceFormAdmin):
 
     @admin.display(description="")
     def delivery_log(self, obj: Endpoint) -> str:
-        attempts = (
-            Attempt.objects.filter(endpoint=obj).select_related("delivery__event").order_by("-id")[:LOG_ROWS]
-        )
+        attempts = Attempt.objects.filter(endpoint=obj).select_related("delivery__event").order_by("-id")[:LOG_ROWS]
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{} ms</td><td>{}</td></tr>",
+            "",
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{} ms</td><td>{}</td></tr>",
             (
-                (when(a.started_at), a.delivery.event.type, a.delivery.event.public_id, a.number,
-                 a.status_code or a.error or "-", a.duration_ms, a.response_excerpt[:200])
+                (
+                    when(a.started_at),
+                    a.delivery.event.type,
+                    a.delivery.event.public_id,
+                    a.number,
+                    a.status_code or a.error or "-",
+                    a.duration_ms,
+                    a.response_excerpt[:200],
+                )
                 for a in attempts
             ),
         )
@@ -125,10 +137,16 @@ class EndpointAdmin(ServiceFormAdmin):
     def recent_events(self, obj: Endpoint) -> str:
         events = Event.objects.filter(workspace_id=obj.workspace_id, test=obj.test).order_by("-id")[:LOG_ROWS]
         rows = format_html_join(
-            "", '<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><button type="submit" class="button" '
+            "",
+            '<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><button type="submit" class="button" '
             'formaction="{}" formnovalidate>Replay</button></td></tr>',
             (
-                (when(e.created_at), e.type, e.public_id, reverse("admin:webhooks_endpoint_replay", args=[obj.pk, e.pk]))
+                (
+                    when(e.created_at),
+                    e.type,
+                    e.public_id,
+                    reverse("admin:webhooks_endpoint_replay", args=[obj.pk, e.pk]),
+                )
                 for e in events
             ),
         )
@@ -137,16 +155,21 @@ class EndpointAdmin(ServiceFormAdmin):
     def add_done(self, request, form):
         data = form.cleaned_data
         issued = endpoint_create(
-            workspace=data["workspace"], url=data["url"], event_types=data["event_types"],
-            description=data["description"], test=data["test"],
+            workspace=data["workspace"],
+            url=data["url"],
+            event_types=data["event_types"],
+            description=data["description"],
+            test=data["test"],
         )
         self.log_addition(request, issued.endpoint, [{"added": {}}])
         return self._secret_page(request, issued, title="Endpoint created")
 
     def _secret_page(self, request, issued, *, title: str, overlap=None):
         return self.render_screen(
-            request, "admin/webhooks/endpoint/secret.html",
-            {"endpoint": issued.endpoint, "secret": issued.secret, "overlap": overlap}, title=title,
+            request,
+            "admin/webhooks/endpoint/secret.html",
+            {"endpoint": issued.endpoint, "secret": issued.secret, "overlap": overlap},
+            title=title,
         )
 
     def save_model(self, request, obj, form, change) -> None:
@@ -155,7 +178,9 @@ class EndpointAdmin(ServiceFormAdmin):
 
     def get_urls(self):
         def route(suffix: str, view, name: str):
-            return path(f"<path:object_id>/{suffix}/", self.admin_site.admin_view(view), name=f"webhooks_endpoint_{name}")
+            return path(
+                f"<path:object_id>/{suffix}/", self.admin_site.admin_view(view), name=f"webhooks_endpoint_{name}"
+            )
 
         return [
             route("test", self.test_view, "test"),
@@ -180,7 +205,9 @@ class EndpointAdmin(ServiceFormAdmin):
             return HttpResponseNotAllowed(["POST"])
         endpoint = self._endpoint(request, object_id)
         event = endpoint_test_send(endpoint=endpoint)
-        self.message_user(request, f"Test event {event.public_id} queued; it shows in the delivery log.", messages.SUCCESS)
+        self.message_user(
+            request, f"Test event {event.public_id} queued; it shows in the delivery log.", messages.SUCCESS
+        )
         return self._back(endpoint)
 
     def rotate_view(self, request, object_id):
@@ -191,20 +218,28 @@ class EndpointAdmin(ServiceFormAdmin):
             form = RotateForm(request.POST)
             if form.is_valid():
                 if not form_nonce_use(request, form.cleaned_data["nonce"]):
-                    self.message_user(request, "That rotation was already done; rotate again from here if needed.",
-                                      messages.WARNING)
+                    self.message_user(
+                        request, "That rotation was already done; rotate again from here if needed.", messages.WARNING
+                    )
                     return self._back(endpoint)
                 issued = endpoint_secret_rotate(endpoint=endpoint, overlap_hours=form.cleaned_data["overlap_hours"])
                 self.log_change(request, endpoint, [{"changed": {"fields": ["secret"]}}])
-                return self._secret_page(request, issued, title="Secret rotated",
-                                         overlap=issued.endpoint.previous_secret_expires_at)
+                return self._secret_page(
+                    request, issued, title="Secret rotated", overlap=issued.endpoint.previous_secret_expires_at
+                )
         else:
-            form = RotateForm(initial={"nonce": form_nonce_issue(request),
-                                       "overlap_hours": settings.WEBHOOK_SECRET_OVERLAP_HOURS})
+            form = RotateForm(
+                initial={"nonce": form_nonce_issue(request), "overlap_hours": settings.WEBHOOK_SECRET_OVERLAP_HOURS}
+            )
         return self.render_screen(
-            request, "admin/backoffice/form.html",
-            {"form": form, "submit_label": "Rotate secret", "changelist_title": self.changelist_title,
-             "intro": f"A new signing secret for {endpoint.url}, shown once on the next page."},
+            request,
+            "admin/backoffice/form.html",
+            {
+                "form": form,
+                "submit_label": "Rotate secret",
+                "changelist_title": self.changelist_title,
+                "intro": f"A new signing secret for {endpoint.url}, shown once on the next page.",
+            },
             title="Rotate the signing secret",
         )
 
@@ -268,6 +303,3 @@ class AttemptAdmin(WorkspaceScopedAdmin):
         for attempt in pairs.values():
             event_replay(event=attempt.delivery.event, endpoint=attempt.endpoint)
         self.message_user(request, f"Replaying {len(pairs)} event(s).", messages.SUCCESS)
-
-
-

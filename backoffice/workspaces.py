@@ -38,6 +38,7 @@ from workspaces.services import (
     workspace_settings_update,
 )
 
+
 def pixel_snippet(workspace: Workspace) -> str:
     return f'<script src="{settings.PUBLIC_BASE_URL}/lf.js" data-key="{workspace.tracking_key}" defer></script>'
 
@@ -51,7 +52,8 @@ def connect_site(workspace: Workspace, *, settings_url: str | None = None) -> di
 
 class SettingsForm(forms.ModelForm):
     currency = forms.ChoiceField(
-        choices=[(code, code) for code in sorted(MINOR_UNITS)], required=False,
+        choices=[(code, code) for code in sorted(MINOR_UNITS)],
+        required=False,
         help_text="The currency of a sale that names none. Sales already recorded keep theirs.",
     )
 
@@ -80,8 +82,16 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
     form = SettingsForm
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
-    readonly_fields = ["slug", "tracking_key", "snippet", "manage_tokens", "members", "daily_send_limit", "created_at",
-                       "delete_test_data"]
+    readonly_fields = [
+        "slug",
+        "tracking_key",
+        "snippet",
+        "manage_tokens",
+        "members",
+        "daily_send_limit",
+        "created_at",
+        "delete_test_data",
+    ]
     fieldsets = [
         (None, {"fields": ["name", "slug", "created_at"]}),
         ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
@@ -116,13 +126,16 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         return format_html(
             '<a href="{}" class="button" id="delete-test-data">Delete test data</a><p class="help">What test tokens '
             "(lf_test_…) recorded: never counted, never emailed; see it under Conversions, Contacts and Recipients, "
-            "mode “Test data”.</p>", url,
+            "mode “Test data”.</p>",
+            url,
         )
 
     def get_urls(self):
         view = self.admin_site.admin_view(self.delete_test_data_view)
-        return [path("<path:object_id>/delete-test-data/", view, name="workspaces_workspace_delete_test_data"),
-                *super().get_urls()]
+        return [
+            path("<path:object_id>/delete-test-data/", view, name="workspaces_workspace_delete_test_data"),
+            *super().get_urls(),
+        ]
 
     def delete_test_data_view(self, request, object_id):
         """Owners: a confirmation, then `workspace_test_data_delete` (one click, one POST)."""
@@ -137,7 +150,8 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             return HttpResponseRedirect(reverse("admin:workspaces_workspace_change", args=[workspace.pk]))
         counts = {name: rows.count() for name, rows in test_data_of(workspace_id=workspace.pk)}
         return self.render_screen(
-            request, "admin/workspaces/workspace/delete_test_data.html",
+            request,
+            "admin/workspaces/workspace/delete_test_data.html",
             {"workspace": workspace, "summary": _test_data_summary(counts)},
             title="Delete test data",
         )
@@ -149,7 +163,9 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
 
     def save_model(self, request, obj, form, change) -> None:
         workspace_settings_update(
-            workspace=obj, name=form.cleaned_data["name"], allowed_origins=form.cleaned_data["allowed_origins"],
+            workspace=obj,
+            name=form.cleaned_data["name"],
+            allowed_origins=form.cleaned_data["allowed_origins"],
             currency=form.cleaned_data["currency"] or None,
         )
 
@@ -159,10 +175,16 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
 
 
 def _test_data_summary(counts: dict[str, int]) -> str:
-    """"1 test conversion(s), 0 test refund(s), ...": what "Delete test data" deletes or deleted, by kind."""
-    words = {"conversions": "conversion(s)", "refunds": "refund(s)", "sends": "send(s)",
-             "enrollments": "enrollment(s)", "suppressions": "suppression(s)", "customers": "contact(s)",
-             "webhook events": "webhook event(s)"}
+    """ "1 test conversion(s), 0 test refund(s), ...": what "Delete test data" deletes or deleted, by kind."""
+    words = {
+        "conversions": "conversion(s)",
+        "refunds": "refund(s)",
+        "sends": "send(s)",
+        "enrollments": "enrollment(s)",
+        "suppressions": "suppression(s)",
+        "customers": "contact(s)",
+        "webhook events": "webhook event(s)",
+    }
     return ", ".join(f"{counts[name]} test {word}" for name, word in words.items())
 
 
@@ -249,7 +271,9 @@ class InvitationAdmin(ServiceFormAdmin):
 
     @admin.action(description="Cancel selected invitations", permissions=["cancel"])
     def cancel_invitations(self, request, queryset):
-        pending = self.action_queryset(request, queryset, OWNERS).filter(accepted_at__isnull=True, cancelled_at__isnull=True)
+        pending = self.action_queryset(request, queryset, OWNERS).filter(
+            accepted_at__isnull=True, cancelled_at__isnull=True
+        )
         for invitation in pending:
             invitation_cancel(invitation=invitation)
         self.message_user(request, f"Cancelled {len(pending)} invitation(s).", messages.SUCCESS)
@@ -277,11 +301,14 @@ class TokenCreateForm(OnceForm):
     workspace = forms.ModelChoiceField(queryset=Workspace.objects.none(), empty_label=None)
     name = forms.CharField(max_length=100, help_text="What will use it, e.g. “Checkout server” or “Zapier”.")
     scopes = forms.MultipleChoiceField(
-        choices=ApiToken.Scope.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        choices=ApiToken.Scope.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="What it may do. None ticked: everything, now and as the API grows.",
     )
     test = forms.BooleanField(
-        required=False, label="Test mode",
+        required=False,
+        label="Test mode",
         help_text="An lf_test_ token for trying the API: what it records is test data, left out of every number, "
         "never emailed, never sent to live webhooks, and deleted with “Delete test data”.",
     )
@@ -311,8 +338,18 @@ class ApiTokenAdmin(ServiceFormAdmin):
     list_select_related = ["created_by"]
     search_fields = ["name", "prefix"]
     ordering = ["-created_at", "-pk"]
-    fields = ["workspace", "name", "prefix_shown", "scopes_shown", "mode", "status", "created_at", "last_used_at", "revoked_at",
-              "created_by"]
+    fields = [
+        "workspace",
+        "name",
+        "prefix_shown",
+        "scopes_shown",
+        "mode",
+        "status",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "created_by",
+    ]
     readonly_fields = fields
     actions = ["revoke_tokens"]
 
@@ -344,7 +381,9 @@ class ApiTokenAdmin(ServiceFormAdmin):
         return "Active" if obj.revoked_at is None else f"Revoked {when(obj.revoked_at)}"
 
     def get_urls(self):
-        revoke = path("<path:object_id>/revoke/", self.admin_site.admin_view(self.revoke_view), name="workspaces_apitoken_revoke")
+        revoke = path(
+            "<path:object_id>/revoke/", self.admin_site.admin_view(self.revoke_view), name="workspaces_apitoken_revoke"
+        )
         return [revoke, *super().get_urls()]
 
     def changelist_view(self, request, extra_context=None):
@@ -354,7 +393,8 @@ class ApiTokenAdmin(ServiceFormAdmin):
             workspaces = workspaces.filter(pk=chosen)
         workspaces = list(workspaces[:20])
         sites = [
-            connect_site(ws, settings_url=reverse("admin:workspaces_workspace_change", args=[ws.pk])) for ws in workspaces
+            connect_site(ws, settings_url=reverse("admin:workspaces_workspace_change", args=[ws.pk]))
+            for ws in workspaces
         ]
         extra_context = {
             "title": "Manage tokens",
@@ -376,8 +416,11 @@ class ApiTokenAdmin(ServiceFormAdmin):
         """Create the token; the response to the POST is the one page that ever shows its secret (a reload of
         it or a second click lands on the list: the form's nonce, ServiceFormAdmin)."""
         issued = api_token_create(
-            workspace=form.cleaned_data["workspace"], name=form.cleaned_data["name"], created_by=request.user,
-            scopes=form.cleaned_data["scopes"], test=form.cleaned_data["test"],
+            workspace=form.cleaned_data["workspace"],
+            name=form.cleaned_data["name"],
+            created_by=request.user,
+            scopes=form.cleaned_data["scopes"],
+            test=form.cleaned_data["test"],
         )
         self.log_addition(request, issued.token, [{"added": {}}])
         return self.render_screen(
@@ -397,15 +440,20 @@ class ApiTokenAdmin(ServiceFormAdmin):
             api_token_revoke(workspace=token.workspace, token_id=token.pk)
             self.log_change(request, token, [{"changed": {"fields": ["revoked_at"]}}])
             self.message_user(request, f"Revoked “{token.name}” ({token.shown}).", messages.SUCCESS)
-            return HttpResponseRedirect(reverse("admin:workspaces_apitoken_changelist") + f"?workspace={token.workspace_id}")
+            return HttpResponseRedirect(
+                reverse("admin:workspaces_apitoken_changelist") + f"?workspace={token.workspace_id}"
+            )
         return self.render_screen(
             request, "admin/workspaces/apitoken/revoke_confirm.html", {"tokens": [token]}, title="Revoke token"
         )
 
     @admin.action(description="Revoke selected tokens", permissions=["revoke"])
     def revoke_tokens(self, request, queryset):
-        tokens = list(self.action_queryset(request, queryset, self.revoke_roles).filter(revoked_at__isnull=True)
-                      .select_related("workspace"))
+        tokens = list(
+            self.action_queryset(request, queryset, self.revoke_roles)
+            .filter(revoked_at__isnull=True)
+            .select_related("workspace")
+        )
         if request.POST.get("confirm") != "yes":
             return self.render_screen(
                 request,

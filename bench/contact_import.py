@@ -14,6 +14,7 @@ slowest. --batch-rows 1000 is the reference: the whole file in one transaction, 
 The conversions share this process's interpreter lock with the import and slow it down (a gunicorn worker
 running an import has no such neighbour): --alone sends none, for the import's own time.
 """
+
 import argparse
 import contextlib
 import json
@@ -32,7 +33,7 @@ os.environ.setdefault("LOG_LEVEL", "ERROR")
 os.environ.setdefault("RATELIMIT_CONVERSIONS_TOKEN", "10000000/m")
 os.environ.setdefault("RATELIMIT_CONVERSIONS_IP", "10000000/m")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -79,11 +80,18 @@ def convert(stop: threading.Event, token: str, click_id: str, emails: list[str],
     n = 0
     while not stop.is_set():
         email = emails[n % len(emails)]
-        body = {"event": "lead", "click_id": click_id,
-                "customer": {"email": email, "name": f"Person {email}", "external_id": f"crm-{email}"}}
+        body = {
+            "event": "lead",
+            "click_id": click_id,
+            "customer": {"email": email, "name": f"Person {email}", "external_id": f"crm-{email}"},
+        }
         started = time.monotonic()
-        answer = client.post("/api/v1/conversions", json.dumps(body), content_type="application/json",
-                             HTTP_AUTHORIZATION=f"Bearer {token}")
+        answer = client.post(
+            "/api/v1/conversions",
+            json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         answers.append((answer.status_code, time.monotonic() - started))
         n += 1
     connection.close()
@@ -107,9 +115,12 @@ def run(workspace, token: str, click_id: str, emails: list[str], dry_run: bool, 
             sender.join()
         imports.transaction = transaction
     return {
-        "step": "preview" if dry_run else "import", "seconds": round(took, 2), "transactions": len(timed.durations),
+        "step": "preview" if dry_run else "import",
+        "seconds": round(took, 2),
+        "transactions": len(timed.durations),
         "longest_transaction_s": round(max(timed.durations), 3),
-        "conversions": len(answers), "503": sum(status == 503 for status, _ in answers),
+        "conversions": len(answers),
+        "503": sum(status == 503 for status, _ in answers),
         "slowest_conversion_s": round(max((seconds for _, seconds in answers), default=0), 3),
     }
 
@@ -124,7 +135,11 @@ def main() -> None:
     for _ in range(args.runs):
         workspace, token, click_id, emails = seed()
         for dry_run in (True, False):
-            print(json.dumps({"batch_rows": args.batch_rows, **run(workspace, token, click_id, emails, dry_run, args.alone)}))
+            print(
+                json.dumps(
+                    {"batch_rows": args.batch_rows, **run(workspace, token, click_id, emails, dry_run, args.alone)}
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ literal. So the scripts follow the code when it changes (a new statement, a new 
 does slightly more than the application (the click's id lookup) rather than less. Prints the number
 of statements and transactions per request kind.
 """
+
 import io
 import json
 import os
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
 os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -45,8 +46,14 @@ def request_body(kind: str, click_id: str) -> dict:
     else:
         customer = {"email": f"Seeded-{SEEDED}@Example.com", "name": "Someone else"}
     if kind.endswith("sale"):
-        return {"event": "sale", "click_id": click_id, "value_cents": 1042, "event_name": "Annual plan",
-                "customer": customer, "meta": {"order": "pgbench"}}
+        return {
+            "event": "sale",
+            "click_id": click_id,
+            "value_cents": 1042,
+            "event_name": "Annual plan",
+            "customer": customer,
+            "meta": {"order": "pgbench"},
+        }
     return {"event": "lead", "click_id": click_id, "event_name": "Signup", "customer": customer}
 
 
@@ -54,10 +61,20 @@ def post(token: str, body: dict) -> int:
     payload = json.dumps(body).encode()
     status = []
     environ = {
-        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/conversions", "QUERY_STRING": "", "SCRIPT_NAME": "",
-        "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": "127.0.0.1", "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(payload)),
-        "HTTP_AUTHORIZATION": f"Bearer {token}", "wsgi.input": io.BytesIO(payload), "wsgi.url_scheme": "http",
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/api/v1/conversions",
+        "QUERY_STRING": "",
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "127.0.0.1",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(payload)),
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "wsgi.input": io.BytesIO(payload),
+        "wsgi.url_scheme": "http",
         "wsgi.errors": sys.stderr,
     }
     response = application(environ, lambda s, headers, exc_info=None: status.append(int(s.split()[0])))

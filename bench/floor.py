@@ -11,6 +11,7 @@
           the conversion's transaction
   full    lftrack itself (lftrack.wsgi): the customer match and the event insert in one transaction
 """
+
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")

@@ -21,6 +21,7 @@ are deterministic (per request: the difference between two counts, divided by th
 
     TRUSTED_PROXY_COUNT=1 BENCH_FORWARDED_FOR=203.0.113.7 LOG_LEVEL=INFO python bench/inprocess.py 2>/dev/null
 """
+
 import io
 import json
 import os
@@ -58,7 +59,10 @@ def seed(clicks: int = 2000, customers: int = 1000) -> tuple[str, list[str]]:
         link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
         rows = Click.objects.bulk_create([Click(workspace=workspace, link=link) for _ in range(clicks)])
         Customer.objects.bulk_create(
-            [Customer(workspace=workspace, email=f"seeded-{i}@example.com", name=f"Seeded {i}", source="api") for i in range(customers)]
+            [
+                Customer(workspace=workspace, email=f"seeded-{i}@example.com", name=f"Seeded {i}", source="api")
+                for i in range(customers)
+            ]
         )
     return token, [row.click_id for row in rows]
 
@@ -71,8 +75,14 @@ def body(n: int, run: str, click_id: str) -> bytes:
     else:
         customer = {"email": f"Seeded-{n % 1000}@Example.com", "name": "Someone else"}
     if n % 4 < 2:
-        data = {"event": "sale", "click_id": click_id, "value_cents": 1000 + n, "event_name": "Annual plan",
-                "customer": customer, "meta": {"order": str(n)}}
+        data = {
+            "event": "sale",
+            "click_id": click_id,
+            "value_cents": 1000 + n,
+            "event_name": "Annual plan",
+            "customer": customer,
+            "meta": {"order": str(n)},
+        }
     else:
         data = {"event": "lead", "click_id": click_id, "event_name": "Signup", "customer": customer}
     return json.dumps(data).encode()
@@ -94,11 +104,20 @@ REFERRERS = ["https://t.co/abc", "https://www.facebook.com/", "https://news.ycom
 def redirect_environ(n: int, keys: list[str]) -> dict:
     """The n-th GET /l/<key> of bench/redirect.lua's mix (deterministic: links, agents and addresses in turn)."""
     environ = {
-        "REQUEST_METHOD": "GET", "PATH_INFO": f"/l/{keys[n % len(keys)]}", "QUERY_STRING": "", "SCRIPT_NAME": "",
-        "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1", "HTTP_HOST": "127.0.0.1:8000", "HTTP_USER_AGENT": AGENTS[n % len(AGENTS)],
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": f"/l/{keys[n % len(keys)]}",
+        "QUERY_STRING": "",
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "HTTP_USER_AGENT": AGENTS[n % len(AGENTS)],
         "HTTP_X_FORWARDED_FOR": f"198.51.100.{n % 250 + 1}",
-        "wsgi.input": io.BytesIO(b""), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
     }
     if REFERRERS[n % len(REFERRERS)]:
         environ["HTTP_REFERER"] = REFERRERS[n % len(REFERRERS)]
@@ -115,8 +134,14 @@ def main() -> None:
     redirect = "--redirect" in sys.argv
     if redirect:
         workspace = workspace_create(slug=f"inproc-{secrets.token_hex(4)}", name="In-process redirects")
-        keys = [link_create(workspace=workspace, destination=f"https://shop.example.com/p/{i}?utm_source=bench",
-                            post_title=f"Post {i % 20}").key for i in range(200)]
+        keys = [
+            link_create(
+                workspace=workspace,
+                destination=f"https://shop.example.com/p/{i}?utm_source=bench",
+                post_title=f"Post {i % 20}",
+            ).key
+            for i in range(200)
+        ]
     run = secrets.token_hex(4)
     statuses: dict[str, int] = {}
 
@@ -131,11 +156,21 @@ def main() -> None:
             return
         payload = body(n, run, clicks[n % len(clicks)])
         environ = {
-            "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/conversions", "QUERY_STRING": "", "SCRIPT_NAME": "",
-            "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
-            "REMOTE_ADDR": "127.0.0.1", "HTTP_HOST": "127.0.0.1:8000", "CONTENT_TYPE": "application/json",
-            "CONTENT_LENGTH": str(len(payload)), "HTTP_AUTHORIZATION": f"Bearer {token}",
-            "wsgi.input": io.BytesIO(payload), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/api/v1/conversions",
+            "QUERY_STRING": "",
+            "SCRIPT_NAME": "",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_HOST": "127.0.0.1:8000",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(payload)),
+            "HTTP_AUTHORIZATION": f"Bearer {token}",
+            "wsgi.input": io.BytesIO(payload),
+            "wsgi.url_scheme": "http",
+            "wsgi.errors": sys.stderr,
         }
         if FORWARDED_FOR:  # as behind nginx (TRUSTED_PROXY_COUNT=1): the client's address, appended by it
             environ["HTTP_X_FORWARDED_FOR"] = FORWARDED_FOR
@@ -143,7 +178,9 @@ def main() -> None:
         b"".join(response)
         response.close()
 
-    for n in range(int(os.environ.get("BENCH_WARMUP_REQUESTS", 200))):  # warm-up: imports, prepared statements, connections
+    for n in range(
+        int(os.environ.get("BENCH_WARMUP_REQUESTS", 200))
+    ):  # warm-up: imports, prepared statements, connections
         one(n)
     statuses.clear()
     if "--profile" in sys.argv:
@@ -179,9 +216,11 @@ def main() -> None:
     print(f"inprocess: {count} requests, statuses {statuses}")
     print(f"inprocess: python cpu {cpu / count * 1000:.2f} ms per request, wall {wall / count * 1000:.2f} ms")
     if threads > 1:
-        print(f"inprocess: {threads} threads: kernel {(after.ru_stime - usage.ru_stime) / count * 1000:.2f} ms of it,"
-              f" {(after.ru_nvcsw - usage.ru_nvcsw) / count:.1f} voluntary context switches per request"
-              + (f", {sum(batches) / len(batches):.1f} clicks a statement" if batches else ""))
+        print(
+            f"inprocess: {threads} threads: kernel {(after.ru_stime - usage.ru_stime) / count * 1000:.2f} ms of it,"
+            f" {(after.ru_nvcsw - usage.ru_nvcsw) / count:.1f} voluntary context switches per request"
+            + (f", {sum(batches) / len(batches):.1f} clicks a statement" if batches else "")
+        )
 
 
 def _count_batches() -> list[int]:

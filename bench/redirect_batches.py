@@ -8,6 +8,7 @@ PostgreSQL backend (from /proc), and the time a batch takes. Instructions, for c
 
     BENCH_BATCHES=50 valgrind --tool=callgrind .venv/bin/python bench/redirect_batches.py 8   # and 150: (b - a) / 100
 """
+
 import os
 import secrets
 import sys
@@ -19,7 +20,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production")
 os.environ.setdefault("RATELIMIT_REDIRECT_IP", "10000000/m")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -28,17 +29,31 @@ from django.db import connection  # noqa: E402
 from clicks import services  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 
-AGENT = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
+AGENT = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
+)
 
 
 def main() -> None:
     sizes = [int(arg) for arg in sys.argv[1:]] or [1, 2, 4, 8, 16, 32]
     workspace = workspace_create(slug=f"batches-{secrets.token_hex(4)}", name="Batches")
-    keys = [services.link_create(workspace=workspace, destination=f"https://shop.example.com/p/{i}").key for i in range(200)]
+    keys = [
+        services.link_create(workspace=workspace, destination=f"https://shop.example.com/p/{i}").key for i in range(200)
+    ]
 
     def visit(n: int) -> services._Visit:
-        return services._Visit(keys[n % 200], services.new_click_id(), AGENT, "https://t.co/abc", False, "desktop",
-                               "Chrome", "Windows", "t.co", f"198.51.100.{n % 250}")
+        return services._Visit(
+            keys[n % 200],
+            services.new_click_id(),
+            AGENT,
+            "https://t.co/abc",
+            False,
+            "desktop",
+            "Chrome",
+            "Windows",
+            "t.co",
+            f"198.51.100.{n % 250}",
+        )
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -57,8 +72,10 @@ def main() -> None:
             services._visits_record([visit(i * size + j) for j in range(size)])
         pg, cpu, wall = backend_cpu() - pg, time.process_time() - cpu, time.perf_counter() - wall
         clicks = batches * size
-        print(f"redirect_batches: {size:2d} a statement: python {cpu / clicks * 1e6:4.0f} µs a click, postgres"
-              f" {pg / clicks * 1e6:4.0f} µs a click, {wall / batches * 1000:.2f} ms a statement")
+        print(
+            f"redirect_batches: {size:2d} a statement: python {cpu / clicks * 1e6:4.0f} µs a click, postgres"
+            f" {pg / clicks * 1e6:4.0f} µs a click, {wall / batches * 1000:.2f} ms a statement"
+        )
 
 
 if __name__ == "__main__":

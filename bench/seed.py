@@ -3,6 +3,7 @@
 Usage: python bench/seed.py OUTFILE [CLICKS] [CUSTOMERS]  (DATABASE_URL names the benchmark database)
 OUTFILE gets the token, a run id, the number of seeded customers, then one click id per line.
 """
+
 import os
 import secrets
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lftrack.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -32,7 +33,9 @@ def webhook_endpoint(workspace) -> None:
     and queues their deliveries (no worker runs: the jobs wait). The outbox's cost when it is used."""
     if os.environ.get("BENCH_WEBHOOK"):
         Endpoint.objects.create(
-            workspace=workspace, url="https://hooks.example.com/bench", secret=secret_seal(secret_new()),
+            workspace=workspace,
+            url="https://hooks.example.com/bench",
+            secret=secret_seal(secret_new()),
             event_types=[event_type for event_type in EVENT_TYPES if event_type != "click.created"],
         )
 

@@ -16,6 +16,7 @@ sends scheduled (docs/concurrency.md, "Fair shares"): --idle-workspaces measures
 Needs a PostgreSQL server it may create and drop a database on (--server, default the local one).
 The database is dropped at the end unless --keep.
 """
+
 import argparse
 import json
 import os
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -83,7 +84,11 @@ def seed(conn: psycopg.Connection, *, count: int, others: int, suppressed: int) 
             "INSERT INTO campaigns_campaignemail (workspace_id, campaign_id, position, subject, body, delay_minutes, active, created_at)"
             " VALUES (%(w)s, %(c)s, 1, 'Welcome, {{ name }}', %(body)s, 0, true, now()),"
             "        (%(w)s, %(c)s, 2, 'Tips for {{ name }}', 'More soon.', 1440, true, now())",
-            {"w": workspace, "c": campaign, "body": "Hi {{ name }},\n\nthanks for signing up with {{ email }}.\n" + "A line of text.\n" * 20},
+            {
+                "w": workspace,
+                "c": campaign,
+                "body": "Hi {{ name }},\n\nthanks for signing up with {{ email }}.\n" + "A line of text.\n" * 20,
+            },
         )
         # A suppression list of realistic size, so the per-row check runs against a real index.
         cur.execute(
@@ -156,8 +161,8 @@ def run_workers(n: int, *, env: dict, batch_size: int) -> dict:
         out, err = worker.communicate(timeout=1800)
         if worker.returncode != 0:
             raise SystemExit(f"worker failed ({worker.returncode}):\n{err[-3000:]}")
-        line = next(json.loads(l) for l in err.splitlines() if l.startswith("{") and '"send pass"' in l)
-        end = datetime.strptime(line["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+        line = next(json.loads(x) for x in err.splitlines() if x.startswith("{") and '"send pass"' in x)
+        end = datetime.strptime(line["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
         passes.append({"printed": json.loads(out), "start": end - line["duration_ms"] / 1000, "end": end, **line})
     wall = time.time() - started
     span = max(p["end"] for p in passes) - min(p["start"] for p in passes)
@@ -184,8 +189,12 @@ def explain(env: dict, batch_size: int) -> str:
         "    transaction.set_rollback(True)\n"
     )
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "lftrack.settings"},
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "lftrack.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
 
 
@@ -195,8 +204,12 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=50000, help="enrollments not yet due")
     parser.add_argument("--suppressed", type=int, default=10000, help="addresses on the suppression list")
     parser.add_argument("--batch-size", type=int, default=100)
-    parser.add_argument("--idle-workspaces", type=int, default=0, help="other workspaces, each with a send due tomorrow")
-    parser.add_argument("--server", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL, no database")
+    parser.add_argument(
+        "--idle-workspaces", type=int, default=0, help="other workspaces, each with a send due tomorrow"
+    )
+    parser.add_argument(
+        "--server", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL, no database"
+    )
     parser.add_argument("--db", default="h_send_bench", help="scratch database (dropped and created)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = parser.parse_args()
@@ -222,7 +235,9 @@ def main() -> None:
     }
     env.pop("REDIS_URL", None)
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
+        )
         with psycopg.connect(database_url) as conn:
             seed(conn, count=args.count, others=args.others, suppressed=args.suppressed)
             seed_idle(conn, workspaces=args.idle_workspaces)
@@ -234,7 +249,9 @@ def main() -> None:
                 sink.reset()
                 load_before = os.getloadavg()
                 result = run_workers(workers, env=env, batch_size=args.batch_size)
-                rows = conn.execute("SELECT count(*), count(DISTINCT enrollment_id) FROM campaigns_emailsend WHERE status = 'sent'").fetchone()
+                rows = conn.execute(
+                    "SELECT count(*), count(DISTINCT enrollment_id) FROM campaigns_emailsend WHERE status = 'sent'"
+                ).fetchone()
                 conn.commit()
                 assert rows == (args.count, args.count), rows
                 assert sink.total() == args.count and sink.duplicates() == 0, (sink.total(), sink.duplicates())
@@ -250,8 +267,10 @@ def main() -> None:
             f"cores {os.cpu_count()}, load average now {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
         for result in results:
-            print(f"  {result['workers']} worker(s): {result['emails_per_second']} emails/s "
-                  f"({result['sent']} in {result['pass_seconds']} s; per worker {result['per_worker']})")
+            print(
+                f"  {result['workers']} worker(s): {result['emails_per_second']} emails/s "
+                f"({result['sent']} in {result['pass_seconds']} s; per worker {result['per_worker']})"
+            )
     finally:
         controller.stop()
         if not args.keep:

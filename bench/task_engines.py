@@ -8,6 +8,7 @@ transaction (what a request pays) and the jobs per second one worker runs (what 
 It creates (and drops) its own database. Both engines run a no-op job; procrastinate's worker with
 concurrency 1, django-tasks' database worker in batch mode (it exits when the queue is empty).
 """
+
 import os
 import sys
 import time
@@ -79,13 +80,23 @@ def drain_procrastinate() -> None:
 
 
 def drain_tasks() -> None:
-    Worker(queue_names=["default"], interval=0.1, batch=True, backend_name="default", startup_delay=False,
-           max_tasks=None, worker_id="bench", excluded_queue_names=[]).run()
+    Worker(
+        queue_names=["default"],
+        interval=0.1,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="bench",
+        excluded_queue_names=[],
+    ).run()
 
 
 rows = []
-for engine, enqueue, drain in (("procrastinate", enqueue_procrastinate, drain_procrastinate),
-                               ("django-tasks (database backend)", enqueue_tasks, drain_tasks)):
+for engine, enqueue, drain in (
+    ("procrastinate", enqueue_procrastinate, drain_procrastinate),
+    ("django-tasks (database backend)", enqueue_tasks, drain_tasks),
+):
     queued = timed(enqueue)
     drained = timed(drain)
     rows.append((engine, queued / N * 1e6, N / drained))

@@ -9,6 +9,7 @@ then for each CONCURRENCY starts one worker, which dispatches the events (their 
 jobs that send them) and delivers them, and times it from its registration with the engine (its
 start-up left out) to the last delivery. Prints events/s and the worker's CPU per event.
 """
+
 import os
 import subprocess
 import sys
@@ -24,8 +25,13 @@ URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/l
 EVENTS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 CONCURRENCIES = [int(c) for c in sys.argv[2:]] or [1, 8]
 os.environ.update(
-    DATABASE_URL=URL, SECRET_KEY="bench-only-secret-key-not-for-production", DJANGO_SETTINGS_MODULE="lftrack.settings",
-    WEBHOOKS_ALLOW_PRIVATE_NETWORKS="1", DEBUG="1", LOG_LEVEL="WARNING", CONN_MAX_AGE="600",
+    DATABASE_URL=URL,
+    SECRET_KEY="bench-only-secret-key-not-for-production",
+    DJANGO_SETTINGS_MODULE="lftrack.settings",
+    WEBHOOKS_ALLOW_PRIVATE_NETWORKS="1",
+    DEBUG="1",
+    LOG_LEVEL="WARNING",
+    CONN_MAX_AGE="600",
 )
 server, name = URL.rsplit("/", 1)
 with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
@@ -77,8 +83,9 @@ def cpu_seconds(pid: int) -> float:
 
 for concurrency in CONCURRENCIES:
     workspace = workspace_create(slug=f"bench-{concurrency}", name="Bench")
-    issued = endpoint_create(workspace=workspace, url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",
-                             event_types=["customer.created"])
+    issued = endpoint_create(
+        workspace=workspace, url=f"http://127.0.0.1:{receiver.server_address[1]}/hook", event_types=["customer.created"]
+    )
     SECRET = issued.secret
     for n in range(EVENTS):
         customer_match(workspace=workspace, channel="api", email=f"p{n}@example.com")
@@ -90,8 +97,19 @@ for concurrency in CONCURRENCIES:
         cursor.execute("SELECT coalesce(max(id), 0) FROM procrastinate_workers")
         workers_before = cursor.fetchone()[0]
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "procrastinate", "worker", "--queues", "webhooks", "--concurrency", str(concurrency)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "manage.py",
+            "procrastinate",
+            "worker",
+            "--queues",
+            "webhooks",
+            "--concurrency",
+            str(concurrency),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     # The clock starts when the worker has registered with the engine (its start-up left out), just before it
     # takes its first job, and stops at the last delivery; when the last event was dispatched is printed too.
@@ -111,9 +129,11 @@ for concurrency in CONCURRENCIES:
     elapsed, cpu = time.perf_counter() - started, cpu_seconds(worker.pid) - cpu0
     worker.terminate()
     worker.wait()
-    print(f"concurrency {concurrency}: {queued} events in {elapsed:.1f} s: {queued / elapsed:.0f} events/s, "
-          f"worker CPU {cpu / queued * 1000:.2f} ms per event, {verified} signatures verified, "
-          f"the last event dispatched after {dispatched or elapsed:.1f} s")
+    print(
+        f"concurrency {concurrency}: {queued} events in {elapsed:.1f} s: {queued / elapsed:.0f} events/s, "
+        f"worker CPU {cpu / queued * 1000:.2f} ms per event, {verified} signatures verified, "
+        f"the last event dispatched after {dispatched or elapsed:.1f} s"
+    )
 connection.close()
 with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
     admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

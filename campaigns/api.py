@@ -1,5 +1,6 @@
 """POST /api/v1/campaigns/<slug>/leads, GET /api/v1/campaigns/<slug>/enrollments and POST /api/v1/email-events
 (bounces and complaints)."""
+
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -36,7 +37,12 @@ LEADS_PER_TOKEN = Limit("campaign-leads-token", token_key, "RATELIMIT_CAMPAIGN_L
 LEADS_PER_IP = Limit("campaign-leads-ip", ip_key, "RATELIMIT_CAMPAIGN_LEADS_IP")
 EVENTS_PER_TOKEN = Limit("email-events-token", token_key, "RATELIMIT_EMAIL_EVENTS_TOKEN")
 EVENTS_PER_IP = Limit("email-events-ip", ip_key, "RATELIMIT_EMAIL_EVENTS_IP")
-_STATUS = {LeadOutcome.CREATED: 201, LeadOutcome.REUSED: 201, LeadOutcome.ALREADY_ENROLLED: 200, LeadOutcome.SUPPRESSED: 200}
+_STATUS = {
+    LeadOutcome.CREATED: 201,
+    LeadOutcome.REUSED: 201,
+    LeadOutcome.ALREADY_ENROLLED: 200,
+    LeadOutcome.SUPPRESSED: 200,
+}
 
 
 class CampaignLeadInput(serializers.Serializer):
@@ -106,12 +112,27 @@ class CampaignLeadViewSet(viewsets.ViewSet):
         tags=["campaigns"],
         request=CampaignLeadInput,
         responses={
-            201: OpenApiResponse(CampaignLeadOut, description="`created` (a new contact) or `reused` (a known contact "
-                                 "enrolled, or a stopped enrollment resumed)."),
-            200: OpenApiResponse(CampaignLeadOut, description="`already_enrolled` (enrollment untouched; name and "
-                                 "external_id still applied) or `suppressed` (nothing enrolled, `enrollment` null)."),
+            201: OpenApiResponse(
+                CampaignLeadOut,
+                description="`created` (a new contact) or `reused` (a known contact "
+                "enrolled, or a stopped enrollment resumed).",
+            ),
+            200: OpenApiResponse(
+                CampaignLeadOut,
+                description="`already_enrolled` (enrollment untouched; name and "
+                "external_id still applied) or `suppressed` (nothing enrolled, `enrollment` null).",
+            ),
             **error_responses(
-                400, 401, 403, 404, 413, 415, 422, 429, 500, 503,
+                400,
+                401,
+                403,
+                404,
+                413,
+                415,
+                422,
+                429,
+                500,
+                503,
                 e404=["unknown campaign"],
                 e422=["email is required", "invalid email", *string_messages("email", "name", "external_id")],
             ),
@@ -122,7 +143,11 @@ class CampaignLeadViewSet(viewsets.ViewSet):
                 request_only=True,
                 value={"email": "ada@example.com", "name": "Ada Lovelace", "external_id": "user_42"},
             ),
-            OpenApiExample("Created", response_only=True, status_codes=[201], value={
+            OpenApiExample(
+                "Created",
+                response_only=True,
+                status_codes=[201],
+                value={
                     "outcome": "created",
                     "contact": {"id": 12, "email": "ada@example.com", "name": "Ada Lovelace", "external_id": "user_42"},
                     "enrollment": {
@@ -131,7 +156,8 @@ class CampaignLeadViewSet(viewsets.ViewSet):
                         "enrolled_at": "2026-11-21T22:53:54.057780Z",
                         "next_send_at": "2026-11-21T23:53:54.057780Z",
                     },
-                }),
+                },
+            ),
             OpenApiExample(
                 "Suppressed",
                 response_only=True,
@@ -186,8 +212,12 @@ def recipient_out(enrollment: Enrollment) -> dict:
     contact = enrollment.customer
     return {
         **enrollment_out(enrollment),
-        "contact": {"id": contact.pk, "email": optional(contact.email), "name": optional(contact.name),
-                    "external_id": optional(contact.external_id)},
+        "contact": {
+            "id": contact.pk,
+            "email": optional(contact.email),
+            "name": optional(contact.name),
+            "external_id": optional(contact.external_id),
+        },
         "last_sent_position": enrollment.last_sent_position,
         "last_sent_at": iso_utc(enrollment.last_sent_at) if enrollment.last_sent_at else None,
     }
@@ -212,8 +242,9 @@ class CampaignEnrollmentViewSet(viewsets.ViewSet):
         ],
         responses={
             200: OpenApiResponse(RecipientPageOut, description="A page of recipients."),
-            **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e404=["unknown campaign"],
-                              e422=["invalid state", *PAGE_ERRORS]),
+            **error_responses(
+                400, 401, 403, 404, 422, 429, 500, 503, e404=["unknown campaign"], e422=["invalid state", *PAGE_ERRORS]
+            ),
         },
     )
     @rate_limit(*READ_LIMITS)
@@ -248,6 +279,7 @@ class EmailEventOut(serializers.Serializer):
 
 class EmailEventViewSet(viewsets.ViewSet):
     """POST /api/v1/email-events: an email provider's bounce or complaint, relayed by a webhook."""
+
     required_scopes = {"create": "email_events:write"}  # workspaces/auth.py
 
     @extend_schema(
@@ -262,7 +294,15 @@ class EmailEventViewSet(viewsets.ViewSet):
         responses={
             200: OpenApiResponse(EmailEventOut, description="The address is suppressed."),
             **error_responses(
-                400, 401, 403, 413, 415, 422, 429, 500, 503,
+                400,
+                401,
+                403,
+                413,
+                415,
+                422,
+                429,
+                500,
+                503,
                 e422=["invalid type", "email is required", "invalid email", *string_messages("email", "message_id")],
             ),
         },
@@ -280,7 +320,10 @@ class EmailEventViewSet(viewsets.ViewSet):
     def create(self, request) -> Response:
         data = parse(EmailEventInput, request_json(request))
         suppression = email_event_record(
-            workspace=request.auth.workspace, event_type=data["type"], email=data["email"],
-            message_ids=(data.get("message_id") or "",), test=request.auth.is_test,
+            workspace=request.auth.workspace,
+            event_type=data["type"],
+            email=data["email"],
+            message_ids=(data.get("message_id") or "",),
+            test=request.auth.is_test,
         )
         return Response({"email": suppression.email, "reason": suppression.reason, "suppressed": True}, status=200)

@@ -1,4 +1,5 @@
 """What the sender needs in production, as a system check (`check --deploy`) and at the sender's start."""
+
 from django.conf import settings
 from django.core import checks
 
@@ -14,7 +15,10 @@ def sending_problems() -> list[tuple[str, str]]:
     problems = []
     if not settings.EMAIL_URL_SET:
         problems.append(
-            ("lftrack.E001", "EMAIL_URL is required when DEBUG is off (e.g. smtp+tls://user:password@smtp.example.com:587)")
+            (
+                "lftrack.E001",
+                "EMAIL_URL is required when DEBUG is off (e.g. smtp+tls://user:password@smtp.example.com:587)",
+            )
         )
     if not settings.PUBLIC_BASE_URL.startswith("https://"):
         problems.append(

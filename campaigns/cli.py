@@ -1,4 +1,5 @@
 """Command-line lookups of campaigns: an unknown (or another workspace's) slug is a one-line error."""
+
 from django.core.management.base import CommandError
 
 from campaigns.models import Campaign

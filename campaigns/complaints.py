@@ -1,4 +1,5 @@
 """Bounces and complaints reported by an email provider, and the campaign pause that complaints trigger."""
+
 import logging
 from datetime import timedelta
 from decimal import Decimal
@@ -22,7 +23,12 @@ COMPLAINT_WINDOW = timedelta(days=30)
 
 @transaction.atomic
 def email_event_record(
-    *, workspace: Workspace, event_type: str, email: str, message_ids: tuple[str, ...] = (), channel: str = "api",
+    *,
+    workspace: Workspace,
+    event_type: str,
+    email: str,
+    message_ids: tuple[str, ...] = (),
+    channel: str = "api",
     test: bool = False,
 ) -> Suppression:
     """A bounce suppresses `bounced`; a complaint suppresses `complained`, marks the email complained of
@@ -86,7 +92,12 @@ def _complaint_mark(send: EmailSend) -> None:
         campaign_pause(campaign=campaign)
         logger.warning(
             "campaign paused for complaints",
-            extra={"campaign_id": campaign.pk, "workspace_id": campaign.workspace_id, "sends": sends, "complaints": complaints},
+            extra={
+                "campaign_id": campaign.pk,
+                "workspace_id": campaign.workspace_id,
+                "sends": sends,
+                "complaints": complaints,
+            },
         )
 
 

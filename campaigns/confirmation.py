@@ -6,6 +6,7 @@ has fixed wording (the workspace's name and the link, nothing anyone could have 
 goes at most once per address per day in a workspace and at most CONFIRMATIONS_PER_DAY per workspace,
 never to a suppressed address, and does not count against the daily sending limit.
 """
+
 import logging
 import re
 from datetime import datetime, timedelta
@@ -108,8 +109,12 @@ _CANDIDATES_SQL = f"""
 
 def confirmation_candidates_sql(*, now: datetime, batch_size: int) -> tuple[str, dict]:
     """The statement choosing (and locking) a batch of confirmations to mail, and its parameters."""
-    params = {"now": now, "day_ago": now - timedelta(days=1), "quota": settings.CONFIRMATIONS_PER_DAY,
-              "batch": batch_size}
+    params = {
+        "now": now,
+        "day_ago": now - timedelta(days=1),
+        "quota": settings.CONFIRMATIONS_PER_DAY,
+        "batch": batch_size,
+    }
     return _CANDIDATES_SQL, params
 
 
@@ -136,9 +141,14 @@ def confirmations_send(*, now: datetime, mailer) -> int:
         try:
             sent += smtp.send_messages([confirmation_message(enrollment)])
         except Exception as exc:  # at most once: a confirmation that failed is not retried; the enrollment expires
-            logger.warning("confirmation not sent", extra={
-                "enrollment_id": enrollment.pk, "workspace_id": enrollment.workspace_id, "error": type(exc).__name__,
-            })
+            logger.warning(
+                "confirmation not sent",
+                extra={
+                    "enrollment_id": enrollment.pk,
+                    "workspace_id": enrollment.workspace_id,
+                    "error": type(exc).__name__,
+                },
+            )
     return sent
 
 

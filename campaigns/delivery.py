@@ -1,4 +1,6 @@
 """Hand a batch of messages to the email backend over one connection and sort what the server answered."""
+
+import contextlib
 import smtplib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -7,7 +9,9 @@ from typing import Generic, TypeVar
 from django.core.mail import EmailMessage, get_connection
 
 T = TypeVar("T")
-AMBIGUOUS = "the connection failed during this message, which may or may not have been accepted; not retried (at most once)"
+AMBIGUOUS = (
+    "the connection failed during this message, which may or may not have been accepted; not retried (at most once)"
+)
 
 
 @dataclass
@@ -39,10 +43,9 @@ class Mailer:
     def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            try:
+            # A server gone away cannot take QUIT; nothing is lost by that.
+            with contextlib.suppress(Exception):
                 connection.close()
-            except Exception:  # a server gone away cannot take QUIT; nothing is lost by that
-                pass
 
 
 def deliver(

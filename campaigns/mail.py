@@ -1,4 +1,5 @@
 """One sequence step as an email: placeholders filled without a template engine, RFC 8058 unsubscribe headers."""
+
 import re
 from urllib.parse import urlsplit
 

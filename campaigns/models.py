@@ -1,4 +1,5 @@
 """Campaign, CampaignPost, CampaignEmail, Enrollment, CampaignLead, Suppression and EmailSend."""
+
 from django.db import models
 from django.db.models import Q
 
@@ -18,7 +19,9 @@ class Campaign(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["workspace", "slug"], name="campaigns_campaign_one_slug_per_workspace"),
-            models.CheckConstraint(condition=Q(status__in=["active", "paused"]), name="campaigns_campaign_status_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "paused"]), name="campaigns_campaign_status_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -184,9 +187,12 @@ class Suppression(models.Model):
             models.UniqueConstraint(
                 fields=["workspace", "email", "is_test"], name="campaigns_suppression_one_per_email_and_mode"
             ),
-            models.CheckConstraint(condition=Q(email=models.functions.Lower("email")), name="campaigns_suppression_email_lower"),
             models.CheckConstraint(
-                condition=Q(reason__in=["unsubscribed", "bounced", "complained"]), name="campaigns_suppression_reason_valid"
+                condition=Q(email=models.functions.Lower("email")), name="campaigns_suppression_email_lower"
+            ),
+            models.CheckConstraint(
+                condition=Q(reason__in=["unsubscribed", "bounced", "complained"]),
+                name="campaigns_suppression_reason_valid",
             ),
         ]
 
@@ -223,7 +229,8 @@ class EmailSend(models.Model):
             models.UniqueConstraint(fields=["enrollment", "position"], name="campaigns_emailsend_once_per_step"),
             # A test send went to nobody, so nobody complained of it: it stays out of the complaint numbers.
             models.CheckConstraint(
-                condition=~Q(status="test") | Q(complained_at__isnull=True), name="campaigns_emailsend_test_never_complained"
+                condition=~Q(status="test") | Q(complained_at__isnull=True),
+                name="campaigns_emailsend_test_never_complained",
             ),
         ]
         indexes = [
@@ -235,7 +242,9 @@ class EmailSend(models.Model):
             # Each pass looks for reservations of dead workers: a handful of rows at most.
             models.Index(fields=["reserved_by"], condition=Q(status="reserved"), name="campaigns_emailsend_reserved"),
             # A provider's complaint names the message by its Message-ID (campaigns/complaints.py).
-            models.Index(fields=["workspace", "message_id"], condition=~Q(message_id=""), name="campaigns_emailsend_message"),
+            models.Index(
+                fields=["workspace", "message_id"], condition=~Q(message_id=""), name="campaigns_emailsend_message"
+            ),
         ]
 
 

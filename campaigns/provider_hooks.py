@@ -7,6 +7,7 @@ validates and parses the call; a hard bounce and a complaint then go through the
 POST /api/v1/email-events (campaigns/complaints.py). Everything else a provider reports (deliveries,
 opens, soft bounces, its spam filters' refusals) is acknowledged and ignored.
 """
+
 import hashlib
 import json
 import logging
@@ -86,9 +87,12 @@ class Provider:
 # one line here and its payloads there.
 PROVIDERS = {
     "amazon_ses": Provider(
-        AmazonSESTrackingWebhookView, _by_anymail(lambda raw: (raw.get("bounce") or {}).get("bounceType") == "Permanent")
+        AmazonSESTrackingWebhookView,
+        _by_anymail(lambda raw: (raw.get("bounce") or {}).get("bounceType") == "Permanent"),
     ),
-    "brevo": Provider(BrevoTrackingWebhookView, _by_anymail(lambda raw: raw.get("event") in ("hard_bounce", "invalid_email"))),
+    "brevo": Provider(
+        BrevoTrackingWebhookView, _by_anymail(lambda raw: raw.get("event") in ("hard_bounce", "invalid_email"))
+    ),
     # Mailgun's temporary failures are anymail's `deferred`, not `bounced`.
     "mailgun": Provider(MailgunTrackingWebhookView, _by_anymail(), signing_key="webhook_signing_key"),
     "mailjet": Provider(MailjetTrackingWebhookView, _by_anymail(lambda raw: raw.get("hard_bounce") is True)),
@@ -173,7 +177,7 @@ def provider_events_record(*, request, provider: str, hook: ProviderHook) -> dic
         raise Unauthorized("invalid signature") from None
     except ServiceError:
         raise
-    except Exception:  # noqa: BLE001 — anything anymail's parser raises means a body it cannot read
+    except Exception:
         # (malformed or too deeply nested JSON, an inbound payload posted to the tracking hook, ...).
         raise BadRequest("invalid payload") from None
     recorded = 0
@@ -183,8 +187,11 @@ def provider_events_record(*, request, provider: str, hook: ProviderHook) -> dic
             continue
         try:
             email_event_record(
-                workspace=hook.workspace, event_type=kind, email=event.recipient,
-                message_ids=tuple(_message_ids(event)), channel="provider",
+                workspace=hook.workspace,
+                event_type=kind,
+                email=event.recipient,
+                message_ids=tuple(_message_ids(event)),
+                channel="provider",
             )
         except Unprocessable:  # no usable address in this event: nothing to suppress
             continue
@@ -195,7 +202,9 @@ def provider_events_record(*, request, provider: str, hook: ProviderHook) -> dic
 def _mailgun_fresh(request) -> None:
     """Mailgun signs only a timestamp and a token: refuse old signatures and a token seen before."""
     try:
-        signature = json.loads(request.body)["signature"] if request.content_type == "application/json" else request.POST
+        signature = (
+            json.loads(request.body)["signature"] if request.content_type == "application/json" else request.POST
+        )
         timestamp, token = int(signature["timestamp"]), str(signature["token"])
     except (ValueError, KeyError, TypeError):
         raise AnymailWebhookValidationFailure("unsigned") from None
@@ -203,7 +212,7 @@ def _mailgun_fresh(request) -> None:
         raise AnymailWebhookValidationFailure("stale signature")
     try:
         fresh = cache.add(f"mailgun-token:{hashlib.sha256(token.encode()).hexdigest()}", 1, 2 * SIGNATURE_MAX_AGE)
-    except Exception:  # noqa: BLE001 — the cache gone: fail open, as the rate limits do
+    except Exception:
         fresh = True
     if not fresh:
         raise AnymailWebhookValidationFailure("replayed signature")
@@ -225,13 +234,15 @@ def _sns_subscription_confirm(request, hook: ProviderHook) -> dict[str, int]:
     try:
         sns_fetch(url)
     except OSError as error:
-        logger.warning("SNS subscription not confirmed (%s)", type(error).__name__, extra={"workspace_id": hook.workspace_id})
+        logger.warning(
+            "SNS subscription not confirmed (%s)", type(error).__name__, extra={"workspace_id": hook.workspace_id}
+        )
         raise BadGateway("could not confirm the subscription with Amazon SNS") from None
     return {"events": 0, "suppressed": 0}
 
 
 def sns_fetch(url: str) -> None:
-    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 — https to sns.*.amazonaws.com only
+    with urllib.request.urlopen(url, timeout=5) as response:
         response.read(64 * 1024)
 
 
@@ -248,9 +259,7 @@ def _message_ids(event: AnymailTrackingEvent) -> Iterator[str]:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                if isinstance(value, str) and key.lower() in _MESSAGE_ID_KEYS:
-                    stack.append(value)
-                elif isinstance(value, dict | list):
+                if (isinstance(value, str) and key.lower() in _MESSAGE_ID_KEYS) or isinstance(value, dict | list):
                     stack.append(value)
         elif isinstance(node, list):  # of objects: a list of strings holds addresses, not message ids
             stack.extend(item for item in node if isinstance(item, dict | list))

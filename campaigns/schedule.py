@@ -1,4 +1,5 @@
 """next_send_at (docs/enrollment.md): the one rule, for one enrollment in Python and for many in SQL."""
+
 from datetime import datetime, timedelta
 
 from django.db import models
@@ -57,7 +58,5 @@ def next_send_at_expression() -> models.Expression:
         .order_by("position")
         .values("delay_minutes")[:1]
     )
-    since = Greatest(
-        F("enrolled_at"), Coalesce("resumed_at", "enrolled_at"), Coalesce("last_sent_at", "enrolled_at")
-    )
+    since = Greatest(F("enrolled_at"), Coalesce("resumed_at", "enrolled_at"), Coalesce("last_sent_at", "enrolled_at"))
     return models.ExpressionWrapper(since + _Minutes(delay), output_field=models.DateTimeField())

@@ -1,4 +1,5 @@
 """Reads of enrollments and suppressions that the services, the commands and the back office share."""
+
 from django.db import connection
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower

@@ -24,6 +24,7 @@ email twice complain, and complaints pause the campaign). Its other rows are `se
 `reserved`: never handed over, they are released by the next pass of any worker once the dead
 worker's database session is gone (`_recover`).
 """
+
 import logging
 import threading
 import time
@@ -136,7 +137,13 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
         logger.log(
             logging.DEBUG if result.idle and not result.smtp_error else logging.INFO,
             "send pass",
-            extra={**result.counts(), "failed": result.failed, "test": result.test, "confirmations": result.confirmations, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+            extra={
+                **result.counts(),
+                "failed": result.failed,
+                "test": result.test,
+                "confirmations": result.confirmations,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+            },
         )
         request_id_var.reset(request_id)
     return result
@@ -270,7 +277,10 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
                 continue
             # Test mode: the step is recorded and the enrollment moves on; nobody is mailed.
             reservation = _reservation_isolated(
-                enrollment, step, steps[enrollment.campaign_id], now=now,
+                enrollment,
+                step,
+                steps[enrollment.campaign_id],
+                now=now,
                 backend_pid=None if enrollment.is_test else backend_pid,
             )
             if reservation is None:
@@ -300,7 +310,7 @@ def _enrollments_save(enrollments: list[Enrollment]) -> None:
     for enrollment in enrollments:
         groups[tuple(getattr(enrollment, name) for name in _ENROLLMENT_FIELDS)].append(enrollment.pk)
     for values, pks in groups.items():
-        Enrollment.objects.filter(pk__in=pks).update(**dict(zip(_ENROLLMENT_FIELDS, values)))
+        Enrollment.objects.filter(pk__in=pks).update(**dict(zip(_ENROLLMENT_FIELDS, values, strict=True)))
 
 
 def _suppression_key(enrollment: Enrollment) -> tuple[int, str, bool]:
@@ -388,9 +398,14 @@ def _reservation_isolated(
         for name, value in claimed.items():
             setattr(enrollment, name, value)
         enrollment.next_send_at = now + RETRY_DELAY
-        logger.error("enrollment not reserved", extra={
-            "enrollment_id": enrollment.pk, "workspace_id": enrollment.workspace_id, "error": type(exc).__name__,
-        })
+        logger.error(
+            "enrollment not reserved",
+            extra={
+                "enrollment_id": enrollment.pk,
+                "workspace_id": enrollment.workspace_id,
+                "error": type(exc).__name__,
+            },
+        )
         return None
 
 
@@ -465,8 +480,13 @@ def _handing_over(reservation: _Reservation, accepted: list[_Reservation]) -> No
     with connection.cursor() as cursor:
         cursor.execute(
             _HANDING_OVER_SQL,
-            {"next": reservation.send.pk, "ids": ids, "failed": EmailSend.Status.FAILED, "sent": EmailSend.Status.SENT,
-             "unconfirmed": UNCONFIRMED},
+            {
+                "next": reservation.send.pk,
+                "ids": ids,
+                "failed": EmailSend.Status.FAILED,
+                "sent": EmailSend.Status.SENT,
+                "unconfirmed": UNCONFIRMED,
+            },
         )
 
 
@@ -481,10 +501,15 @@ def _record(delivery: Delivery[_Reservation], *, now: datetime) -> None:
                 status=EmailSend.Status.FAILED, error=error, reserved_by=None
             )
             # One line per email that failed for good (it is never tried again): ids and the reason, no address.
-            logger.warning("email not sent", extra={
-                "send_id": reservation.send.pk, "workspace_id": reservation.send.workspace_id,
-                "campaign_id": reservation.send.campaign_id, "error": reason,
-            })
+            logger.warning(
+                "email not sent",
+                extra={
+                    "send_id": reservation.send.pk,
+                    "workspace_id": reservation.send.workspace_id,
+                    "campaign_id": reservation.send.campaign_id,
+                    "error": reason,
+                },
+            )
         for reservation, _, _ in delivery.bounced:
             _bounce(reservation)
         if delivery.retry:
@@ -555,7 +580,9 @@ def _release(reservations: list[_Reservation], *, retry_at: datetime | None) -> 
     `retry_at` None puts back the due time it had, so the next pass takes it again.
     """
     EmailSend.objects.filter(pk__in=[reservation.send.pk for reservation in reservations]).delete()
-    current = Enrollment.objects.select_for_update().in_bulk([reservation.enrollment.pk for reservation in reservations])
+    current = Enrollment.objects.select_for_update().in_bulk(
+        [reservation.enrollment.pk for reservation in reservations]
+    )
     changed = []
     for reservation in reservations:
         enrollment = current.get(reservation.enrollment.pk)

@@ -2,6 +2,7 @@
 
 The next_send_at rule itself lives in `campaigns.schedule` (re-exported here for callers of this module).
 """
+
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -38,9 +39,9 @@ __all__ = [
     "campaign_pause",
     "campaign_post_set",
     "campaign_resume",
+    "enrollment_event",
     "enrollment_next_send_at",
     "enrollment_resume",
-    "enrollment_event",
     "enrollment_stop",
     "next_send_at_expression",
     "suppression_add",
@@ -111,7 +112,11 @@ def campaign_email_add(
         raise Unprocessable("subject is too long")
     if not body:
         raise Unprocessable("body is required")
-    if isinstance(delay_minutes, bool) or not isinstance(delay_minutes, int) or not 0 <= delay_minutes <= _MAX_DELAY_MINUTES:
+    if (
+        isinstance(delay_minutes, bool)
+        or not isinstance(delay_minutes, int)
+        or not 0 <= delay_minutes <= _MAX_DELAY_MINUTES
+    ):
         raise Unprocessable("delay_minutes must be a non-negative integer")
     _lock_sequence(campaign.pk)  # serialises position allocation and scheduling per campaign
     last = CampaignEmail.objects.filter(campaign=campaign).aggregate(last=Max("position"))["last"] or 0
@@ -164,7 +169,9 @@ def _schedule_for_step(email: CampaignEmail) -> int:
         position__lt=email.position,
     )
     return (
-        Enrollment.objects.filter(campaign_id=email.campaign_id, state=State.ACTIVE, last_sent_position__lt=email.position)
+        Enrollment.objects.filter(
+            campaign_id=email.campaign_id, state=State.ACTIVE, last_sent_position__lt=email.position
+        )
         .exclude(Exists(earlier_active_step))
         .update(next_send_at=next_send_at_expression())
     )
@@ -299,8 +306,11 @@ def campaign_enroll(
 def enrollment_event(enrollment: Enrollment, event_type: str) -> None:
     """The webhook event of an enrollment's change, in the caller's transaction (a test one's: test endpoints only)."""
     event_emit(
-        workspace_id=enrollment.workspace_id, type=event_type, subject_id=enrollment.pk,
-        customer_id=enrollment.customer_id, test=enrollment.is_test,
+        workspace_id=enrollment.workspace_id,
+        type=event_type,
+        subject_id=enrollment.pk,
+        customer_id=enrollment.customer_id,
+        test=enrollment.is_test,
     )
 
 
@@ -416,9 +426,10 @@ def _resume(enrollment: Enrollment) -> Enrollment:
 
 def _is_suppressed(*, workspace_id: int, email: str, test: bool) -> bool:
     # Suppression.email is stored lower-cased by the database, so the unique index serves this.
-    return bool(email) and Suppression.objects.filter(
-        workspace_id=workspace_id, email=Lower(Value(email)), is_test=test
-    ).exists()
+    return (
+        bool(email)
+        and Suppression.objects.filter(workspace_id=workspace_id, email=Lower(Value(email)), is_test=test).exists()
+    )
 
 
 @transaction.atomic
@@ -455,8 +466,11 @@ def suppression_add(*, workspace: Workspace, email: str, reason: str, channel: s
     customer = customer_by_email(workspace=workspace, email=email, test=test)
     if created:
         event_emit(
-            workspace_id=workspace.pk, type=SUPPRESSION_EVENTS[suppression.reason], subject_id=suppression.pk,
-            customer_id=customer.pk if customer is not None else None, test=test,
+            workspace_id=workspace.pk,
+            type=SUPPRESSION_EVENTS[suppression.reason],
+            subject_id=suppression.pk,
+            customer_id=customer.pk if customer is not None else None,
+            test=test,
         )
     if customer is not None:
         # Every call, not just the first: it also stops an enrollment that raced the first one.

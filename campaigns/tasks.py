@@ -1,4 +1,5 @@
 """Campaign housekeeping on the task engine: unconfirmed double opt-in enrollments expire even with no sender running."""
+
 from django.utils import timezone
 from procrastinate.contrib.django import app
 

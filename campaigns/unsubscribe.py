@@ -1,4 +1,5 @@
 """Unsubscribe links (RFC 8058): a signed token names the workspace and the address, verified without a lookup."""
+
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
@@ -25,7 +26,9 @@ def unsubscribe_token(*, workspace_id: int, email: str) -> str:
 
 def unsubscribe_url(*, workspace_id: int, email: str) -> str:
     """The absolute link for List-Unsubscribe and the email's footer, on PUBLIC_BASE_URL."""
-    return settings.PUBLIC_BASE_URL + reverse("unsubscribe", args=[unsubscribe_token(workspace_id=workspace_id, email=email)])
+    return settings.PUBLIC_BASE_URL + reverse(
+        "unsubscribe", args=[unsubscribe_token(workspace_id=workspace_id, email=email)]
+    )
 
 
 def unsubscribe_token_read(*, token: str) -> tuple[int, str]:
@@ -37,7 +40,9 @@ def unsubscribe_token_read(*, token: str) -> tuple[int, str]:
     except (signing.BadSignature, ValueError):
         raise BadRequest(INVALID_LINK) from None
     match payload:
-        case [int() as workspace_id, str() as email] if not isinstance(workspace_id, bool) and workspace_id > 0 and email:
+        case [int() as workspace_id, str() as email] if (
+            not isinstance(workspace_id, bool) and workspace_id > 0 and email
+        ):
             return workspace_id, email
     raise BadRequest(INVALID_LINK)
 

@@ -1,5 +1,6 @@
 """The pages behind the links of our emails: unsubscribe (GET asks, POST, also one-click RFC 8058, unsubscribes)
 and double opt-in confirmation (GET asks, POST confirms); and the email providers' webhooks."""
+
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -77,7 +78,9 @@ def confirm(request: HttpRequest, token: str) -> HttpResponse:
 # calls from a few addresses never use it up); the calls of each workspace, per workspace.
 HOOK_FAILURES_PER_IP = (Limit("email-hook-failures-ip", ip_key, "RATELIMIT_EMAIL_EVENTS_IP"),)
 HOOKS_PER_WORKSPACE = (
-    Limit("email-hook-workspace", lambda group, request: str(request.provider_hook.workspace_id), "RATELIMIT_EMAIL_HOOKS"),
+    Limit(
+        "email-hook-workspace", lambda group, request: str(request.provider_hook.workspace_id), "RATELIMIT_EMAIL_HOOKS"
+    ),
 )
 
 

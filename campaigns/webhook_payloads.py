@@ -1,4 +1,5 @@
 """The enrollment and campaign objects of webhooks, as the read API shows them (registered by its AppConfig.ready())."""
+
 from campaigns.api import recipient_out
 from campaigns.models import Campaign, Enrollment
 from lftrack.api import iso_utc

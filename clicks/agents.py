@@ -4,6 +4,7 @@ The user agent is parsed by ua-parser (the maintained uap-core rules; its Rust m
 parses a new user agent in about 20 µs) and kept per process for the 10,000 most recent user-agent
 strings, so a burst of one post's clicks costs a dictionary lookup each.
 """
+
 from functools import lru_cache
 from urllib.parse import urlsplit
 

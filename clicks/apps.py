@@ -1,4 +1,5 @@
 """App config for clicks."""
+
 from django.apps import AppConfig
 
 
@@ -9,6 +10,8 @@ class ClicksConfig(AppConfig):
         from webhooks.payloads import payload_builders_register
 
         # The webhook objects of its events, imported when first built (webhooks/payloads.py).
-        payload_builders_register({
-            "click": "clicks.webhook_payloads.click_object",
-        })
+        payload_builders_register(
+            {
+                "click": "clicks.webhook_payloads.click_object",
+            }
+        )

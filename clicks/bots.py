@@ -1,4 +1,5 @@
 """Which visits of a link are not a person: crawlers, link-preview fetchers, monitors and prefetches."""
+
 import functools
 
 from crawlerdetect import CrawlerDetect

@@ -1,4 +1,5 @@
 """GET /l/<key>, the redirect, answered before the middleware and the URL resolving that serve the pages."""
+
 import re
 
 from django.core.handlers.exception import convert_exception_to_response

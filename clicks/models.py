@@ -1,4 +1,5 @@
 """Post, Link and Click."""
+
 import secrets
 
 from django.db import models

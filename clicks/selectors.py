@@ -1,4 +1,5 @@
 """Reads of clicks: what the latest clicks of some links came from, for the back office's link and post pages."""
+
 from django.db import connection
 
 from clicks.models import Click, Link
@@ -24,7 +25,9 @@ WITH recent AS (
 )
 
 
-def clicks_breakdown(*, link_id: int | None = None, post_id: int | None = None, top: int = 5) -> dict[str, list[tuple[str, int]]]:
+def clicks_breakdown(
+    *, link_id: int | None = None, post_id: int | None = None, top: int = 5
+) -> dict[str, list[tuple[str, int]]]:
     """For each dimension, its `top` values among the latest SAMPLE clicks of the link, or of each link of
     the post, with their counts (bots included, as device "bot"; "" where a click said nothing). One query."""
     result: dict[str, list[tuple[str, int]]] = {column: [] for column, _ in DIMENSIONS}

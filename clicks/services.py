@@ -1,7 +1,9 @@
 """Link creation and click recording, including the `lf_cid` rewrite of destinations."""
+
 import functools
 import logging
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from django.conf import settings
@@ -57,6 +59,7 @@ class _Visit(NamedTuple):
 # A visitor never sees an error: past the limit the redirect answers as usual, recording nothing.
 CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 
+
 # The redirect's one statement, for a batch of `size` visits (rows of _Visit's columns, `recorded` false
 # past the click limit): find each link by its key, insert the recorded visits' clicks, return each
 # found visit's destination, in one round trip and one commit (autocommit), prepared once per
@@ -67,7 +70,7 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 # The same statement writes a `click.created` webhook event per recorded click of a workspace with an
 # endpoint that asked for clicks, returned in rows of their own (n NULL); else it costs a probe of an
 # empty index per click (docs/benchmarks.md, "Webhooks").
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _follow_sql(size: int) -> str:
     rows = (
         f"(${p + 1}, ${p + 2}, ${p + 3}, ${p + 4}, ${p + 5}::boolean, ${p + 6}, ${p + 7}, ${p + 8}, ${p + 9},"
@@ -100,7 +103,9 @@ UNION ALL SELECT NULL, NULL, id, workspace_id FROM event
 _DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
 
 
-def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool, client: str) -> tuple[str, str | None] | None:
+def click_follow(
+    *, key: str, user_agent: str, referrer: str, is_bot: bool, client: str
+) -> tuple[str, str | None] | None:
     """Record a click of the link `key` by `client` (an address): (its destination, the new click id, or
     None past the click limit, when nothing is recorded), or None for no such link.
 
@@ -110,7 +115,9 @@ def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool, clie
     """
     user_agent, referrer = _clean(user_agent, 512), _clean(referrer, 2048)
     device, browser, os = user_agent_describe(user_agent, is_bot)
-    visit = _Visit(key, new_click_id(), user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer), client)
+    visit = _Visit(
+        key, new_click_id(), user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer), client
+    )
     return _visits.submit(visit, timeout=settings.REDIRECT_DEADLINE or None)
 
 
@@ -119,7 +126,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     limit, one statement looks their links up and records the clicks within it."""
     over = limit_exceeded(CLICKS_PER_IP, [visit.client for visit in visits])
     params = []
-    for visit, past in zip(visits, over):
+    for visit, past in zip(visits, over, strict=True):
         params += visit[:9]
         params.append(not past)
     with prepared_cursor(numbered=True) as cursor:
@@ -134,7 +141,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
             logger.warning("click.created dispatch not queued, left to the sweeper (%s)", type(exc).__name__)
     return [
         (destinations[n], None if past else visit.click_id) if n in destinations else None
-        for n, (visit, past) in enumerate(zip(visits, over), start=1)
+        for n, (visit, past) in enumerate(zip(visits, over, strict=True), start=1)
     ]
 
 

@@ -1,4 +1,5 @@
 """GET /l/<key>: record a click and redirect with `lf_cid`; while the database is down, still redirect."""
+
 import functools
 import logging
 import threading

@@ -1,4 +1,5 @@
 """The click object of `click.created` webhooks (registered by its AppConfig.ready(); webhooks/payloads.py)."""
+
 from clicks.models import Click
 from lftrack.api import iso_utc, optional
 

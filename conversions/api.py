@@ -1,4 +1,5 @@
 """POST and GET /api/v1/conversions, and the pixel's POST /api/v1/browser/conversions (docs/api.md)."""
+
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -132,20 +133,35 @@ def backdated(raw: str) -> datetime:
 
 
 class ConversionInput(serializers.Serializer):
-    event = StrictChoiceField(choices=["lead", "sale"], error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"})
-    click_id = StrictCharField(max_length=64, allow_blank=False, error_messages={"required": "click_id is required", "blank": "click_id is required", "null": "click_id is required"})
+    event = StrictChoiceField(
+        choices=["lead", "sale"],
+        error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"},
+    )
+    click_id = StrictCharField(
+        max_length=64,
+        allow_blank=False,
+        error_messages={
+            "required": "click_id is required",
+            "blank": "click_id is required",
+            "null": "click_id is required",
+        },
+    )
     # Validated only for sales: on a lead it is ignored, whatever it holds (docs/api.md).
     value_cents = ValueCentsField(required=False, allow_null=True)
     event_name = StrictCharField(max_length=255, required=False, allow_null=True)
     customer = CustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
     meta = JSONObjectField(max_bytes=16 * 1024, required=False, allow_null=True)
     occurred_at = StrictCharField(
-        max_length=64, required=False, allow_null=True,
+        max_length=64,
+        required=False,
+        allow_null=True,
         help_text="When it happened, for a backfill: ISO 8601 with an offset, at most BACKDATE_WINDOW_DAYS (90) ago and "
         "not in the future; the click must have existed by then. Absent: now.",
     )
     invoice_id = StrictCharField(
-        max_length=255, required=False, allow_null=True,
+        max_length=255,
+        required=False,
+        allow_null=True,
         help_text="A sale's charge or invoice id at your payment provider: a second sale with it stores nothing and "
         "answers 200 with the first (`Idempotent-Replayed: true`), forever. Ignored on a lead.",
     )
@@ -248,8 +264,11 @@ def sale_money_out(conversion: ConversionEvent) -> dict:
 
 
 READ_ERRORS = [
-    "invalid event", "link_id must be an integer", "customer_id must be an integer",
-    "since must be an ISO 8601 time with an offset", "until must be an ISO 8601 time with an offset",
+    "invalid event",
+    "link_id must be an integer",
+    "customer_id must be an integer",
+    "since must be an ISO 8601 time with an offset",
+    "until must be an ISO 8601 time with an offset",
     *PAGE_ERRORS,
 ]
 
@@ -286,7 +305,9 @@ CONVERSION_ERRORS = [
     "occurred_at is more than 90 days ago",
     "occurred_at is before the click",
     CURRENCY_ERROR,
-    *string_messages("click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id", "occurred_at"),
+    *string_messages(
+        "click_id", "event_name", "external_id", "email", "name", "avatar_url", "invoice_id", "occurred_at"
+    ),
     CURRENCY_NOT_A_STRING,
 ]
 
@@ -312,7 +333,9 @@ class ConversionViewSet(viewsets.ViewSet):
             OpenApiParameter("event", str, enum=["lead", "sale"], description="Only leads or only sales."),
             OpenApiParameter("link_id", int, description="Only the events of this link."),
             OpenApiParameter("customer_id", int, description="Only the events of this customer."),
-            OpenApiParameter("since", OpenApiTypes.DATETIME, description="Events at or after this time (with an offset)."),
+            OpenApiParameter(
+                "since", OpenApiTypes.DATETIME, description="Events at or after this time (with an offset)."
+            ),
             OpenApiParameter("until", OpenApiTypes.DATETIME, description="Events before this time (with an offset)."),
             *PAGE_PARAMETERS,
         ],
@@ -336,7 +359,11 @@ class ConversionViewSet(viewsets.ViewSet):
         }
         limit, after = page_position(params)
         page = conversions_page(
-            workspace_id=request.auth.workspace_id, filters=filters, after=after, limit=limit + 1, test=request.auth.is_test
+            workspace_id=request.auth.workspace_id,
+            filters=filters,
+            after=after,
+            limit=limit + 1,
+            test=request.auth.is_test,
         )
         return Response(page_out(page, limit, conversion_read_out, at=lambda c: c.occurred_at))
 
@@ -419,7 +446,10 @@ class ConversionViewSet(viewsets.ViewSet):
             return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
 
         answer = idempotent_answer(
-            workspace=workspace, key=key, digest=request_digest(request.data) if key else "", answer=record,
+            workspace=workspace,
+            key=key,
+            digest=request_digest(request.data) if key else "",
+            answer=record,
             test=request.auth.is_test,
         )
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
@@ -433,16 +463,31 @@ class BrowserCustomerInput(serializers.Serializer):
 
 
 class BrowserConversionInput(serializers.Serializer):
-    event = StrictChoiceField(choices=["lead"], error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"})
-    click_id = StrictCharField(max_length=64, allow_blank=False, error_messages={"required": "click_id is required", "blank": "click_id is required", "null": "click_id is required"})
-    customer = BrowserCustomerInput(required=False, allow_null=True, error_messages={"invalid": "customer must be an object"})
+    event = StrictChoiceField(
+        choices=["lead"],
+        error_messages={"invalid": "invalid event", "required": "invalid event", "null": "invalid event"},
+    )
+    click_id = StrictCharField(
+        max_length=64,
+        allow_blank=False,
+        error_messages={
+            "required": "click_id is required",
+            "blank": "click_id is required",
+            "null": "click_id is required",
+        },
+    )
+    customer = BrowserCustomerInput(
+        required=False, allow_null=True, error_messages={"invalid": "customer must be an object"}
+    )
 
 
 class BrowserConversionRequest(BrowserConversionInput):
     """The body as the pixel sends it: the input plus the tracking key, which TrackingKeyAuthentication reads."""
 
     key = serializers.CharField(
-        required=False, max_length=64, help_text="The workspace's public tracking key, when no X-Tracking-Key header is sent."
+        required=False,
+        max_length=64,
+        help_text="The workspace's public tracking key, when no X-Tracking-Key header is sent.",
     )
 
 
@@ -511,10 +556,25 @@ class BrowserConversionViewSet(viewsets.ViewSet):
             "tags": ["pixel"],
             "security": [],
             "parameters": [
-                {"in": "header", "name": "Origin", "required": False, "schema": {"type": "string"},
-                 "description": "The page's origin, e.g. `https://shop.example`."},
-                {"in": "header", "name": "Access-Control-Request-Method", "required": False, "schema": {"type": "string"}},
-                {"in": "header", "name": "Access-Control-Request-Headers", "required": False, "schema": {"type": "string"}},
+                {
+                    "in": "header",
+                    "name": "Origin",
+                    "required": False,
+                    "schema": {"type": "string"},
+                    "description": "The page's origin, e.g. `https://shop.example`.",
+                },
+                {
+                    "in": "header",
+                    "name": "Access-Control-Request-Method",
+                    "required": False,
+                    "schema": {"type": "string"},
+                },
+                {
+                    "in": "header",
+                    "name": "Access-Control-Request-Headers",
+                    "required": False,
+                    "schema": {"type": "string"},
+                },
             ],
             "responses": {
                 "204": {

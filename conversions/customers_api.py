@@ -1,6 +1,7 @@
 """GET /api/v1/customers, /customers/{id} and /customers/{id}/activity (docs/api.md): the workspace's contacts as an
 integrator reads them back, with their totals and suppression. Here, not in `customers`, because the
 totals are conversions' and suppression is campaigns' (the apps import one way: README, "Layout")."""
+
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
@@ -74,9 +75,9 @@ def customers_out(customers: list[Customer], workspace_id: int, *, test: bool = 
             "source": c.source,
             "created_at": iso_utc(c.created_at),
             "totals": totals[c.pk],
-            "suppressed": None if suppression is None else {
-                "reason": suppression.reason, "since": iso_utc(suppression.created_at)
-            },
+            "suppressed": None
+            if suppression is None
+            else {"reason": suppression.reason, "since": iso_utc(suppression.created_at)},
         }
     return out
 
@@ -108,15 +109,26 @@ def _identity_item(activity: CustomerActivity) -> dict:
 
 
 def _conversion_item(event: ConversionEvent) -> dict:
-    detail = {"id": event.pk, "link_id": event.link_id, "value_cents": event.value_cents, "event_name": event.event_name}
+    detail = {
+        "id": event.pk,
+        "link_id": event.link_id,
+        "value_cents": event.value_cents,
+        "event_name": event.event_name,
+    }
     if event.event == ConversionEvent.Event.SALE:
         detail["currency"] = event.currency
     return {"type": event.event, "at": event.occurred_at, "detail": detail}
 
 
 def _refund_item(refund: Refund) -> dict:
-    detail = {"id": refund.pk, "conversion_id": refund.conversion_id, "amount_cents": refund.amount_cents,
-              "currency": refund.currency, "reason": refund.reason, "refund_id": refund.refund_id}
+    detail = {
+        "id": refund.pk,
+        "conversion_id": refund.conversion_id,
+        "amount_cents": refund.amount_cents,
+        "currency": refund.currency,
+        "reason": refund.reason,
+        "refund_id": refund.refund_id,
+    }
     return {"type": "refund", "at": refund.created_at, "detail": detail}
 
 
@@ -132,8 +144,12 @@ def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) ->
     sources = [
         (3, Refund.objects.filter(conversion__customer=customer, is_test=customer.is_test), "created_at", _refund_item),
         (2, CustomerActivity.objects.filter(customer=customer), "created_at", _identity_item),
-        (1, ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer), "occurred_at",
-         _conversion_item),
+        (
+            1,
+            ConversionEvent.objects.filter(workspace_id=customer.workspace_id, customer=customer),
+            "occurred_at",
+            _conversion_item,
+        ),
         (0, Enrollment.objects.filter(customer=customer).select_related("campaign"), "enrolled_at", _enrollment_item),
     ]
     rows = []
@@ -141,7 +157,9 @@ def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) ->
         if after is not None:
             moment, after_rank, pk = after
             older = Q(**{f"{at}__lt": moment})
-            same = Q(**{at: moment}) & (Q(pk__lt=pk) if rank == after_rank else Q() if rank < after_rank else Q(pk__in=[]))
+            same = Q(**{at: moment}) & (
+                Q(pk__lt=pk) if rank == after_rank else Q() if rank < after_rank else Q(pk__in=[])
+            )
             queryset = queryset.filter(older | same)
         for obj in queryset.order_by(f"-{at}", "-pk")[: limit + 1]:
             rows.append(((getattr(obj, at), rank, obj.pk), item(obj)))
@@ -166,7 +184,11 @@ class CustomerViewSet(viewsets.ViewSet):
         parameters=[
             OpenApiParameter("email", str, description="The address, in any letter case."),
             OpenApiParameter("external_id", str, description="Your own id of the customer."),
-            OpenApiParameter("search", str, description=f"A part of the email, name or external id (at most {SEARCH_MAX} characters)."),
+            OpenApiParameter(
+                "search",
+                str,
+                description=f"A part of the email, name or external id (at most {SEARCH_MAX} characters).",
+            ),
             *PAGE_PARAMETERS,
         ],
         responses={
@@ -194,8 +216,10 @@ class CustomerViewSet(viewsets.ViewSet):
         "creation, an email added, an external id moved in from or out to another customer, suppression, their "
         "leads and sales, their enrollments.",
         tags=["customers"],
-        parameters=[OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`."),
-                    *PAGE_PARAMETERS],
+        parameters=[
+            OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`."),
+            *PAGE_PARAMETERS,
+        ],
         responses={
             200: OpenApiResponse(ActivityPageOut, description="A page of the timeline."),
             **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e404=["unknown customer"], e422=PAGE_ERRORS),
@@ -219,7 +243,9 @@ class CustomerViewSet(viewsets.ViewSet):
         description="By our id, or by yours as `ext_<external_id>`. Another workspace's customer is 404, as one "
         "that does not exist.",
         tags=["customers"],
-        parameters=[OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")],
+        parameters=[
+            OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")
+        ],
         responses={
             200: OpenApiResponse(CustomerOut, description="The customer."),
             **error_responses(400, 401, 403, 404, 429, 500, 503, e404=["unknown customer"]),

@@ -1,4 +1,5 @@
 """The demo landing page of `make run` (DEBUG only): a signup form the pixel reports and a newsletter box it skips."""
+
 from functools import wraps
 
 from django.conf import settings
@@ -53,7 +54,9 @@ def demo_thanks(request: HttpRequest) -> HttpResponse:
     leads = []
     if click_id:
         leads = list(
-            ConversionEvent.objects.filter(workspace__slug=DEMO_SLUG, click__click_id=click_id, channel=Customer.Channel.PIXEL)
+            ConversionEvent.objects.filter(
+                workspace__slug=DEMO_SLUG, click__click_id=click_id, channel=Customer.Channel.PIXEL
+            )
             .select_related("customer", "link")
             .order_by("-occurred_at")[:10]
         )

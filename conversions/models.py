@@ -1,4 +1,5 @@
 """ConversionEvent and IdempotencyKey."""
+
 from django.db import models
 from django.db.models import Q
 
@@ -13,9 +14,7 @@ class ConversionEvent(models.Model):
 
     # db_index=False where a composite index below leads with the column: each index is paid on
     # every insert, and at millions of events the redundant ones cost more than they serve.
-    workspace = models.ForeignKey(
-        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False
-    )
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
     click = models.ForeignKey("clicks.Click", on_delete=models.CASCADE, related_name="conversions")
     # Copied from the click when written, so per-link numbers need no join through clicks.
     link = models.ForeignKey("clicks.Link", on_delete=models.CASCADE, related_name="conversions", db_index=False)
@@ -52,7 +51,8 @@ class ConversionEvent(models.Model):
             # The insert names this index (ON CONFLICT ... WHERE invoice_id <> ''): conversions/services.py. Per
             # mode: a test sale never takes an invoice id from the live sale that will bring it.
             models.UniqueConstraint(
-                fields=["workspace", "invoice_id", "is_test"], condition=~Q(invoice_id=""),
+                fields=["workspace", "invoice_id", "is_test"],
+                condition=~Q(invoice_id=""),
                 name="conversions_event_one_per_invoice_and_mode",
             ),
         ]
@@ -97,7 +97,8 @@ class Refund(models.Model):
             models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_refund_currency_code"),
             # The insert names this index (ON CONFLICT ... WHERE refund_id <> ''): conversions/refunds.py. Per mode.
             models.UniqueConstraint(
-                fields=["workspace", "refund_id", "is_test"], condition=~Q(refund_id=""),
+                fields=["workspace", "refund_id", "is_test"],
+                condition=~Q(refund_id=""),
                 name="conversions_refund_one_per_refund_id_and_mode",
             ),
         ]

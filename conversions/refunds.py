@@ -1,4 +1,5 @@
 """Refunds of sales: never more than what is left of the sale, each provider refund recorded once (docs/api.md)."""
+
 from dataclasses import dataclass
 
 from django.db import connection, transaction
@@ -36,7 +37,12 @@ class RefundResult:
 
 @transaction.atomic
 def refund_record(
-    *, workspace: Workspace, sale_id: int, amount_cents: int | None = None, reason: str = "", refund_id: str = "",
+    *,
+    workspace: Workspace,
+    sale_id: int,
+    amount_cents: int | None = None,
+    reason: str = "",
+    refund_id: str = "",
     test: bool = False,
 ) -> RefundResult:
     """Refund `amount_cents` of the workspace's sale `sale_id` (None: all that is left of it).
@@ -70,11 +76,21 @@ def refund_record(
         raise Unprocessable(AMOUNT_TOO_LARGE)
     now = timezone.now()
     with prepared_cursor() as cursor:
-        cursor.execute(_INSERT_SQL, {
-            "workspace": workspace.pk, "sale": sale.pk, "link": sale.link_id, "amount": amount, "currency": sale.currency,
-            "occurred_at": connection.ops.adapt_datetimefield_value(sale.occurred_at), "reason": reason,
-            "refund_id": refund_id, "test": sale.is_test, "now": connection.ops.adapt_datetimefield_value(now),
-        })
+        cursor.execute(
+            _INSERT_SQL,
+            {
+                "workspace": workspace.pk,
+                "sale": sale.pk,
+                "link": sale.link_id,
+                "amount": amount,
+                "currency": sale.currency,
+                "occurred_at": connection.ops.adapt_datetimefield_value(sale.occurred_at),
+                "reason": reason,
+                "refund_id": refund_id,
+                "test": sale.is_test,
+                "now": connection.ops.adapt_datetimefield_value(now),
+            },
+        )
         row = cursor.fetchone()
     if row is None:  # a concurrent repeat of this refund_id committed first
         first = _refunded(workspace=workspace, refund_id=refund_id, test=test)
@@ -82,8 +98,17 @@ def refund_record(
             raise RuntimeError("refund_id conflict without a refund")
         return _repeated(first, sale_id=sale_id, amount_cents=amount_cents)
     refund = Refund(
-        pk=row[0], workspace=workspace, conversion=sale, link_id=sale.link_id, amount_cents=amount, currency=sale.currency,
-        sale_occurred_at=sale.occurred_at, reason=reason, refund_id=refund_id, is_test=sale.is_test, created_at=now,
+        pk=row[0],
+        workspace=workspace,
+        conversion=sale,
+        link_id=sale.link_id,
+        amount_cents=amount,
+        currency=sale.currency,
+        sale_occurred_at=sale.occurred_at,
+        reason=reason,
+        refund_id=refund_id,
+        is_test=sale.is_test,
+        created_at=now,
     )
     sale.refunded_cents = refunded + amount
     sale_refunded_emit(sale=sale, refund=refund)
@@ -98,7 +123,11 @@ def _repeated(first: RefundResult, *, sale_id: int, amount_cents: int | None) ->
 
 
 def _refunded(*, workspace: Workspace, refund_id: str, test: bool) -> RefundResult | None:
-    refund = Refund.objects.filter(workspace=workspace, refund_id=refund_id, is_test=test).select_related("conversion").first()
+    refund = (
+        Refund.objects.filter(workspace=workspace, refund_id=refund_id, is_test=test)
+        .select_related("conversion")
+        .first()
+    )
     if refund is None:
         return None
     sale = refund.conversion
@@ -110,6 +139,10 @@ def sale_refunded_emit(*, sale: ConversionEvent, refund: Refund) -> None:
     """The `sale.refunded` webhook event, in the refund's transaction (the outbox): its body is the sale as the read
     API shows it, refunded and net amounts included; a test-mode refund reaches test endpoints only."""
     event_emit(
-        workspace_id=sale.workspace_id, type="sale.refunded", subject_id=sale.pk, customer_id=sale.customer_id,
-        detail={"refund_id": refund.pk}, test=sale.is_test,
+        workspace_id=sale.workspace_id,
+        type="sale.refunded",
+        subject_id=sale.pk,
+        customer_id=sale.customer_id,
+        detail={"refund_id": refund.pk},
+        test=sale.is_test,
     )

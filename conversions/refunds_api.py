@@ -1,6 +1,13 @@
 """POST /api/v1/conversions/{id}/refunds: refund a sale, in part or in full (docs/api.md, "Refunds")."""
+
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
@@ -33,14 +40,19 @@ AMOUNT_ERROR = "amount_cents must be a positive integer"
 
 class RefundInput(serializers.Serializer):
     amount_cents = StrictIntegerField(
-        min_value=1, max_value=MONEY_MAX, required=False, allow_null=True,
+        min_value=1,
+        max_value=MONEY_MAX,
+        required=False,
+        allow_null=True,
         error_messages={"invalid": AMOUNT_ERROR, "too_large": AMOUNT_TOO_LARGE},
         help_text="How much, in the minor unit of the sale's currency, at most 2^53 - 1; absent: all that is left of "
         "the sale.",
     )
     reason = StrictCharField(max_length=500, required=False, allow_null=True)
     refund_id = StrictCharField(
-        max_length=255, required=False, allow_null=True,
+        max_length=255,
+        required=False,
+        allow_null=True,
         help_text="The refund's id at your payment provider: a second refund with it, of the same sale and amount (or "
         "none), stores nothing and answers 200 with the first (`Idempotent-Replayed: true`), forever; of another sale "
         "or amount, 422.",
@@ -82,8 +94,14 @@ def refund_out(result: RefundResult) -> dict:
 
 
 REFUND_ERRORS = [
-    AMOUNT_ERROR, AMOUNT_TOO_LARGE, REFUND_EXCEEDS, NOT_A_SALE, REFUND_ID_REUSED,
-    IDEMPOTENCY_KEY_LONG, IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED,
+    AMOUNT_ERROR,
+    AMOUNT_TOO_LARGE,
+    REFUND_EXCEEDS,
+    NOT_A_SALE,
+    REFUND_ID_REUSED,
+    IDEMPOTENCY_KEY_LONG,
+    IDEMPOTENCY_KEY_INVALID,
+    IDEMPOTENCY_KEY_REUSED,
     *string_messages("reason", "refund_id"),
 ]
 
@@ -115,12 +133,16 @@ class RefundViewSet(viewsets.ViewSet):
                 description="A `refund_id` the workspace has refunded before, of the same sale and amount (or "
                 "none): that first refund, with `Idempotent-Replayed: true`; nothing stored.",
             ),
-            **error_responses(400, 401, 403, 404, 413, 415, 422, 429, 500, 503, e404=["unknown conversion"],
-                              e422=REFUND_ERRORS),
+            **error_responses(
+                400, 401, 403, 404, 413, 415, 422, 429, 500, 503, e404=["unknown conversion"], e422=REFUND_ERRORS
+            ),
         },
         examples=[
-            OpenApiExample("A partial refund", request_only=True,
-                           value={"amount_cents": 4900, "reason": "damaged in transit", "refund_id": "re_3PQx9zLkdIwHu7ix"}),
+            OpenApiExample(
+                "A partial refund",
+                request_only=True,
+                value={"amount_cents": 4900, "reason": "damaged in transit", "refund_id": "re_3PQx9zLkdIwHu7ix"},
+            ),
         ],
     )
     @rate_limit(*CONVERSION_LIMITS)
@@ -134,13 +156,19 @@ class RefundViewSet(viewsets.ViewSet):
 
         def record() -> Answer:
             result = refund_record(
-                workspace=workspace, sale_id=sale_id, amount_cents=data.get("amount_cents"),
-                reason=data.get("reason") or "", refund_id=data.get("refund_id") or "", test=request.auth.is_test,
+                workspace=workspace,
+                sale_id=sale_id,
+                amount_cents=data.get("amount_cents"),
+                reason=data.get("reason") or "",
+                refund_id=data.get("refund_id") or "",
+                test=request.auth.is_test,
             )
             return Answer(status=201 if result.created else 200, body=refund_out(result), replayed=not result.created)
 
         # The key names this request on this sale: the same body on another sale is another request.
         digest = request_digest({"refund_of": sale_id, **request.data}) if key else ""
-        answer = idempotent_answer(workspace=workspace, key=key, digest=digest, answer=record, test=request.auth.is_test)
+        answer = idempotent_answer(
+            workspace=workspace, key=key, digest=digest, answer=record, test=request.auth.is_test
+        )
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.body, status=answer.status, headers=headers)

@@ -1,4 +1,5 @@
 """Reads of conversion events that the back office and the API share."""
+
 from django.db import connection
 from django.db.models import BigIntegerField, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -40,8 +41,13 @@ def conversions_page(
     `filters`: event, link_id, customer_id, since (>=), until (<). Live events, or with `test` test-mode ones
     only (a test token reads back what it recorded, a live one never sees it). Each with `refunded_cents`."""
     events = ConversionEvent.objects.filter(workspace_id=workspace_id, is_test=test)
-    for name, lookup in (("event", "event"), ("link_id", "link_id"), ("customer_id", "customer_id"),
-                         ("since", "occurred_at__gte"), ("until", "occurred_at__lt")):
+    for name, lookup in (
+        ("event", "event"),
+        ("link_id", "link_id"),
+        ("customer_id", "customer_id"),
+        ("since", "occurred_at__gte"),
+        ("until", "occurred_at__lt"),
+    ):
         if filters.get(name) is not None:
             events = events.filter(**{lookup: filters[name]})
     if after is not None:
@@ -98,6 +104,13 @@ def customer_totals(*, customer_ids: list[int], test: bool = False) -> dict[int,
         total["leads"] += leads
         total["sales"] += sales
         if currency:
-            total["revenue"].append({"currency": currency, "sales": sales, "gross_cents": int(gross),
-                                     "refunded_cents": int(refunded), "net_cents": int(gross - refunded)})
+            total["revenue"].append(
+                {
+                    "currency": currency,
+                    "sales": sales,
+                    "gross_cents": int(gross),
+                    "refunded_cents": int(refunded),
+                    "net_cents": int(gross - refunded),
+                }
+            )
     return totals

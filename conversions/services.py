@@ -1,9 +1,11 @@
 """Recording conversions (one function serves the server API, the pixel and the admin) and safe retries."""
+
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -13,7 +15,7 @@ from campaigns.confirmation import name_to_hold
 from campaigns.models import Campaign, CampaignPost
 from campaigns.services import LeadResult, campaign_enroll
 from clicks.models import Click, Link
-from conversions.models import ConversionEvent, IdempotencyKey, Refund
+from conversions.models import ConversionEvent, IdempotencyKey
 from conversions.selectors import test_data_of
 from customers.models import Customer
 from customers.services import customer_match
@@ -43,8 +45,12 @@ _INSERT_SQL = (
 # (webhooks/outbox.py), and finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
 _HOOK_SQL = emitted_sql(
-    rows="event", workspace="event.workspace_id", event_type="event.event || '.created'", test="event.is_test",
-    subject="event.id", customer="event.customer_id",
+    rows="event",
+    workspace="event.workspace_id",
+    event_type="event.event || '.created'",
+    test="event.is_test",
+    subject="event.id",
+    customer="event.customer_id",
 )
 
 
@@ -62,7 +68,9 @@ def _record_sql(insert_sql: str) -> str:
 _RECORD_SQL = _record_sql(_INSERT_SQL)
 # A backdated event (occurred_at sent) needs its click to have existed by then. Only then: the click's
 # created_at may come from PostgreSQL's clock (the redirect's now()) and ours may run a little behind.
-_RECORD_BACKDATED_SQL = _record_sql(_INSERT_SQL.replace(" AND click_id = %s", " AND click_id = %s AND created_at <= %s"))
+_RECORD_BACKDATED_SQL = _record_sql(
+    _INSERT_SQL.replace(" AND click_id = %s", " AND click_id = %s AND created_at <= %s")
+)
 
 
 @transaction.atomic
@@ -222,7 +230,9 @@ PIXEL_LEADS_PER_CLICK = 3
 
 
 @transaction.atomic
-def pixel_lead_record(*, workspace: Workspace, click_id: str, customer: dict[str, str] | None) -> tuple[ConversionEvent, bool]:
+def pixel_lead_record(
+    *, workspace: Workspace, click_id: str, customer: dict[str, str] | None
+) -> tuple[ConversionEvent, bool]:
     """A lead from the pixel, unless the click has PIXEL_LEADS_PER_CLICK already: (the event, stored now).
 
     The click row is locked for the count (FOR NO KEY UPDATE: the event's foreign key still inserts),
@@ -244,7 +254,10 @@ def pixel_lead_record(*, workspace: Workspace, click_id: str, customer: dict[str
     if len(earlier) >= PIXEL_LEADS_PER_CLICK:
         return earlier[0], False
     event = conversion_record(
-        workspace=workspace, channel=Customer.Channel.PIXEL, event=ConversionEvent.Event.LEAD, click_id=click_id,
+        workspace=workspace,
+        channel=Customer.Channel.PIXEL,
+        event=ConversionEvent.Event.LEAD,
+        click_id=click_id,
         customer=customer,
     )
     return event, True
@@ -336,4 +349,6 @@ def workspace_test_data_delete(*, workspace: Workspace) -> dict[str, int]:
     """Delete what the workspace's test tokens recorded: its test-mode conversions and their refunds, its test
     contacts with their enrollments, sends and activity, and its test suppressions; dependants first, in one
     transaction. None of it was ever counted in the numbers, so no total changes. Returns how many of each went."""
-    return {name: rows.delete()[1].get(rows.model._meta.label, 0) for name, rows in test_data_of(workspace_id=workspace.pk)}
+    return {
+        name: rows.delete()[1].get(rows.model._meta.label, 0) for name, rows in test_data_of(workspace_id=workspace.pk)
+    }

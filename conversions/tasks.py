@@ -1,4 +1,5 @@
 """Idempotency-Key records past their 24 hours, deleted hourly on the task engine (was `idempotency purge` in cron)."""
+
 from procrastinate.contrib.django import app
 
 from conversions.services import idempotency_keys_purge

@@ -5,6 +5,7 @@ a tag a proxy weakened (`W/"..."`, as nginx does when it gzips) or a list of tag
 and it sends gzip to `gzip;q=0`; and it compresses only files collectstatic wrote beside the original,
 while this script ships inside the app. tests/conversions/test_pixel_script.py holds these cases.
 """
+
 import gzip
 import hashlib
 from functools import cache
@@ -24,7 +25,7 @@ CACHE_CONTROL = "public, max-age=86400, stale-while-revalidate=604800"
 @cache
 def _script() -> tuple[bytes, bytes, str]:
     raw = SCRIPT_PATH.read_bytes()
-    return raw, gzip.compress(raw, compresslevel=9, mtime=0), '"%s"' % hashlib.sha256(raw).hexdigest()[:32]
+    return raw, gzip.compress(raw, compresslevel=9, mtime=0), f'"{hashlib.sha256(raw).hexdigest()[:32]}"'
 
 
 @require_safe

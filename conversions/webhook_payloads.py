@@ -1,5 +1,6 @@
 """The conversion, customer, external-id move and suppression objects of webhooks, as the read API shows
 them (registered by its AppConfig.ready(); webhooks/payloads.py). Here because the customer's read-API object is here."""
+
 from django.db.models import F, OuterRef
 
 from campaigns.models import Suppression
@@ -23,8 +24,9 @@ def conversion_object(event) -> dict | None:
 
 def _customers(event, *ids: int | None) -> dict[int, dict]:
     """The customers as the read API shows them to a token of the event's mode (a test event's are test ones)."""
-    found = list(Customer.objects.filter(workspace_id=event.workspace_id, is_test=event.test,
-                                         pk__in=[pk for pk in ids if pk]))
+    found = list(
+        Customer.objects.filter(workspace_id=event.workspace_id, is_test=event.test, pk__in=[pk for pk in ids if pk])
+    )
     return customers_out(found, event.workspace_id, test=event.test) if found else {}
 
 

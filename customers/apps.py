@@ -1,4 +1,5 @@
 """App config for customers."""
+
 from django.apps import AppConfig
 
 

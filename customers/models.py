@@ -1,4 +1,5 @@
 """Customer and CustomerActivity."""
+
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
@@ -33,7 +34,10 @@ class Customer(models.Model):
             # The matching service's INSERT ... ON CONFLICT names this index's expression and predicate.
             # One person per address and per external_id in each mode (live, test).
             models.UniqueConstraint(
-                Lower("email"), "workspace", "is_test", condition=~Q(email=""),
+                Lower("email"),
+                "workspace",
+                "is_test",
+                condition=~Q(email=""),
                 name="customers_customer_one_per_email_and_mode",
             ),
             models.UniqueConstraint(
@@ -67,12 +71,18 @@ class CustomerActivity(models.Model):
     kind = models.CharField(max_length=32, choices=Kind.choices)
     # How the change came in: a customer's channels, "email" for a link in an email we sent, "provider"
     # for an email provider's webhook.
-    channel = models.CharField(max_length=10, choices=[*Customer.Channel.choices, ("email", "Email link"), ("smtp", "Mail server"), ("provider", "Email provider")])
+    channel = models.CharField(
+        max_length=10,
+        choices=[
+            *Customer.Channel.choices,
+            ("email", "Email link"),
+            ("smtp", "Mail server"),
+            ("provider", "Email provider"),
+        ],
+    )
     external_id = models.CharField(max_length=255, blank=True, default="")
     # For a move: the customer the external_id came from (moved_in) or went to (moved_out).
-    other_customer = models.ForeignKey(
-        Customer, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    other_customer = models.ForeignKey(Customer, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     detail = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

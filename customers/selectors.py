@@ -1,4 +1,5 @@
 """Reads of contacts that the services, the commands and the back office share."""
+
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 

@@ -1,4 +1,5 @@
 """The one customer-matching service (docs/matching.md), used by every path that names a person."""
+
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -26,9 +27,7 @@ _COLUMNS = ", ".join(_FIELDS)
 # the parameters; the mode (live or test) is the indexes' last column. No ORDER BY/LIMIT: each index yields at most one row, and "ORDER BY id LIMIT 1"
 # (what .first() adds) makes PostgreSQL walk the primary key instead: a scan of the whole table for
 # every new email.
-_CANDIDATES_WHERE = (
-    "workspace_id = %s AND is_test = %s AND ((lower(email) = lower(%s) AND email <> '') OR (external_id = %s AND external_id <> ''))"
-)
+_CANDIDATES_WHERE = "workspace_id = %s AND is_test = %s AND ((lower(email) = lower(%s) AND email <> '') OR (external_id = %s AND external_id <> ''))"
 _CANDIDATES_SQL = (
     f"SELECT {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER} WHERE {_CANDIDATES_WHERE}"
 )
@@ -44,8 +43,12 @@ _INSERT_AND_LOG = (
     f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
     " SELECT %s, id, %s, %s, %s, %s, %s FROM created), hook AS ("
     + emitted_sql(
-        rows="created", workspace="created.workspace_id", event_type="'customer.created'", test="created.is_test",
-        subject="created.id", customer="created.id",
+        rows="created",
+        workspace="created.workspace_id",
+        event_type="'customer.created'",
+        test="created.is_test",
+        subject="created.id",
+        customer="created.id",
     )
     + ")"
 )
@@ -97,8 +100,15 @@ def customer_match(
     if not email and not external_id:
         raise Unprocessable("customer needs email or external_id")
     request = _Request(
-        workspace, channel, email or "", external_id or "", name or "", avatar_url or "", overwrite_name,
-        may_move_external_id, test,
+        workspace,
+        channel,
+        email or "",
+        external_id or "",
+        name or "",
+        avatar_url or "",
+        overwrite_name,
+        may_move_external_id,
+        test,
     )
     # Joins the caller's transaction without a savepoint of its own: every partial state a lost
     # race leaves behind is valid (a customer created, an id not yet moved), and the next round
@@ -139,9 +149,8 @@ class _Request:
             customer = self._insert(external_id=self.external_id)
             return None if customer is None else Match(customer, created=True)
         if owner is not None:  # rule 1
-            if self.external_id and owner.external_id != self.external_id:
-                if not self._give_external_id(owner, holder):
-                    return None
+            if self.external_id and owner.external_id != self.external_id and not self._give_external_id(owner, holder):
+                return None
             self._fill(owner)
             return Match(owner, created=False)
         if holder is not None and not holder.email and self.may_move:  # rule 2: the holder takes the email
@@ -209,17 +218,37 @@ class _Request:
         stamp = connection.ops.adapt_datetimefield_value(now)
         detail = CustomerActivity._meta.get_field("detail").get_db_prep_value({}, connection)
         return [
-            self.workspace.pk, self.email, self.name, self.avatar_url, external_id, self.channel, self.test, stamp,
+            self.workspace.pk,
+            self.email,
+            self.name,
+            self.avatar_url,
+            external_id,
+            self.channel,
+            self.test,
             stamp,
-            self.workspace.pk, Kind.CREATED.value, self.channel, external_id, detail, stamp,
+            stamp,
+            self.workspace.pk,
+            Kind.CREATED.value,
+            self.channel,
+            external_id,
+            detail,
+            stamp,
         ]
 
     def _created(self, pk: int, event_id: int | None, external_id: str, now) -> Customer:
         if event_id is not None:  # its `customer.created`, written by the insert
             event_queue(event_id=event_id, workspace_id=self.workspace.pk, customer_id=pk)
         customer = Customer(
-            pk=pk, workspace=self.workspace, email=self.email, name=self.name, avatar_url=self.avatar_url,
-            external_id=external_id, source=self.channel, is_test=self.test, created_at=now, updated_at=now,
+            pk=pk,
+            workspace=self.workspace,
+            email=self.email,
+            name=self.name,
+            avatar_url=self.avatar_url,
+            external_id=external_id,
+            source=self.channel,
+            is_test=self.test,
+            created_at=now,
+            updated_at=now,
         )
         customer._state.adding = False
         customer._state.db = connection.alias
@@ -228,9 +257,7 @@ class _Request:
     def _claim_email(self, holder: Customer) -> bool:
         """The email-less holder of the external_id takes the email, unless a concurrent request did."""
         if not _guarded(
-            lambda: Customer.objects.filter(pk=holder.pk, email="").update(
-                email=self.email, updated_at=timezone.now()
-            )
+            lambda: Customer.objects.filter(pk=holder.pk, email="").update(email=self.email, updated_at=timezone.now())
         ):
             return False
         holder.email = self.email
@@ -270,9 +297,9 @@ class _Request:
             now = timezone.now()
             # Both UPDATEs are conditional on what was read: a concurrent change makes one match no
             # row (0: re-read) or violate the unique index (IntegrityError: re-read).
-            if current is not None and not Customer.objects.filter(
-                pk=current.pk, external_id=self.external_id
-            ).update(external_id="", updated_at=now):
+            if current is not None and not Customer.objects.filter(pk=current.pk, external_id=self.external_id).update(
+                external_id="", updated_at=now
+            ):
                 return 0
             moved_from[:] = [current]
             return Customer.objects.filter(pk=customer.pk, external_id=previous).update(
@@ -288,8 +315,11 @@ class _Request:
             self.moved_from = source
             self._log(source, Kind.EXTERNAL_ID_MOVED_OUT, external_id=self.external_id, other=customer)
             event_emit(
-                workspace_id=self.workspace.pk, type="customer.external_id_moved", subject_id=customer.pk,
-                customer_id=customer.pk, detail={"external_id": self.external_id, "from_customer_id": source.pk},
+                workspace_id=self.workspace.pk,
+                type="customer.external_id_moved",
+                subject_id=customer.pk,
+                customer_id=customer.pk,
+                detail={"external_id": self.external_id, "from_customer_id": source.pk},
                 test=self.test,
             )
         self._log(

@@ -1,9 +1,10 @@
 """API plumbing shared by every v1 endpoint: the JSON parser, strict input fields and `parse()`."""
+
 import json
 import math
 import threading
 from base64 import urlsafe_b64decode, urlsafe_b64encode
-from datetime import timezone as dt_timezone
+from datetime import UTC
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -37,7 +38,7 @@ def _storable(value: Any) -> bool:
         item, depth = stack.pop()
         if isinstance(item, str):
             # NUL is refused by PostgreSQL text and jsonb; lone surrogates cannot be encoded as UTF-8.
-            if "\x00" in item or not item.isascii() and _has_surrogate(item):
+            if "\x00" in item or (not item.isascii() and _has_surrogate(item)):
                 return False
         elif isinstance(item, (dict, list)):
             if depth > MAX_JSON_DEPTH:
@@ -314,7 +315,7 @@ class StrictChoiceField(_NamedMessages, serializers.Field):
 
 def iso_utc(moment) -> str:
     """ISO 8601 in UTC with a `Z`, as every timestamp in the API is written."""
-    return moment.astimezone(dt_timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def optional(value: str | None) -> str | None:
@@ -347,7 +348,7 @@ def aware_utc(raw: str):
     None for anything else. A "+" arrives as a space when the caller did not encode it."""
     try:
         moment = parse_datetime(raw.replace(" ", "+"))
-        return moment.astimezone(dt_timezone.utc) if moment is not None and moment.tzinfo is not None else None
+        return moment.astimezone(UTC) if moment is not None and moment.tzinfo is not None else None
     except (ValueError, OverflowError):
         return None
 
@@ -373,7 +374,9 @@ def page_position(params, *, ranked: bool = False) -> tuple[int, tuple | None]:
     """(limit, keyset after which the page starts) from `limit` (1 to 100, 50) and `cursor`: (time, id), or
     (time, rank, id) where rows of several sources are merged."""
     raw = params.get("limit")
-    if raw is not None and (not (raw.isascii() and raw.isdigit() and len(raw) <= 3) or not 1 <= int(raw) <= PAGE_LIMIT_MAX):
+    if raw is not None and (
+        not (raw.isascii() and raw.isdigit() and len(raw) <= 3) or not 1 <= int(raw) <= PAGE_LIMIT_MAX
+    ):
         raise Unprocessable(f"limit must be 1 to {PAGE_LIMIT_MAX}")
     cursor = params.get("cursor")
     if not cursor:
@@ -381,7 +384,11 @@ def page_position(params, *, ranked: bool = False) -> tuple[int, tuple | None]:
     try:
         moment, *numbers = urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
         at = aware_utc(moment)
-        if at is None or len(numbers) != (2 if ranked else 1) or not all(n.isdigit() and int(n) <= BIGINT_MAX for n in numbers):
+        if (
+            at is None
+            or len(numbers) != (2 if ranked else 1)
+            or not all(n.isdigit() and int(n) <= BIGINT_MAX for n in numbers)
+        ):
             raise ValueError
     except (ValueError, UnicodeDecodeError):
         raise Unprocessable("invalid cursor") from None

@@ -1,4 +1,5 @@
 """lftrack's plumbing as an app: hooks that need the app registry."""
+
 from django.apps import AppConfig
 from django.db.models.signals import pre_migrate
 

@@ -13,9 +13,11 @@ the statement that stored its item returned: the write stays as durable as one s
 No thread of its own: the leader is a request thread, so its writes run on its own connection, under
 its request's deadline (lftrack/deadline.py) and, in tests, inside the test's transaction.
 """
+
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
 

@@ -1,4 +1,5 @@
 """Shared pieces of the operator CLI: one JSON object on stdout, one-line errors on stderr."""
+
 import json
 from typing import Any
 

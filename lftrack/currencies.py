@@ -1,9 +1,12 @@
 """ISO 4217 currencies and their minor units, from ISO's own table (the `iso4217` package ships it)."""
+
 import iso4217
 
 # Code -> digits after the decimal point of its minor unit (JPY 0, USD 2, KWD 3). Codes without a minor unit
 # (gold, SDRs, the testing code) take no amounts.
-MINOR_UNITS: dict[str, int] = {currency.code: currency.exponent for currency in iso4217.Currency if currency.exponent is not None}
+MINOR_UNITS: dict[str, int] = {
+    currency.code: currency.exponent for currency in iso4217.Currency if currency.exponent is not None
+}
 DEFAULT_CURRENCY = "USD"
 # The most any one amount may be, in its currency's minor unit, in the API and in the database (CHECK
 # constraints): 2**53 - 1, the largest integer that a JSON consumer holding numbers as doubles (JavaScript)

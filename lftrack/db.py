@@ -1,6 +1,7 @@
 """Hot-path SQL: cursors whose statements PostgreSQL parses and plans once per connection, not per request."""
+
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections

@@ -9,6 +9,7 @@ OperationalError (answered 503 by lftrack/errors.py), and the server, which neve
 rolls the transaction back. Only a deadline that falls while a COMMIT is on its way leaves the
 outcome unknown to us.
 """
+
 import logging
 import os
 import socket

@@ -7,6 +7,7 @@ on a Unix socket only, and COMMAND gets its URL. Several commands may share the 
 beside a `make test`, whose test database is a separate one); the last to exit stops it. With `--redis`
 and no REDIS_URL, COMMAND also gets a Redis of its own (`private_redis`).
 """
+
 import json
 import os
 import platform
@@ -114,15 +115,32 @@ def private_redis() -> Iterator[str | None]:
     installs as root, or any other), on a Unix socket in a temporary folder, saving nothing, stopped when
     the command ends. None, said in one line, where there is no redis-server: those tests then skip."""
     if not shutil.which("redis-server"):
-        print("devdb: no redis-server on PATH (as root, make installs Debian's): the tests that need Redis will skip",
-              file=sys.stderr)
+        print(
+            "devdb: no redis-server on PATH (as root, make installs Debian's): the tests that need Redis will skip",
+            file=sys.stderr,
+        )
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="lftrack-redis-") as folder:
         socket_path = Path(folder) / "redis.sock"
         server = subprocess.Popen(
-            ["redis-server", "--port", "0", "--unixsocket", str(socket_path), "--unixsocketperm", "700",
-             "--save", "", "--appendonly", "no", "--dir", folder, "--loglevel", "warning"],
+            [
+                "redis-server",
+                "--port",
+                "0",
+                "--unixsocket",
+                str(socket_path),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                folder,
+                "--loglevel",
+                "warning",
+            ],
             stdout=subprocess.DEVNULL,
         )
         try:

@@ -1,4 +1,5 @@
 """The only place that builds `{"error": ...}` bodies: domain errors, the DRF handler and Django's handlers."""
+
 import logging
 import math
 import sys
@@ -46,7 +47,7 @@ class RateLimited(ServiceError):
 
     def __init__(self, retry_after: float = 60, limit: int | None = None):
         super().__init__("rate_limited")
-        self.retry_after = max(1, int(math.ceil(retry_after)))
+        self.retry_after = max(1, math.ceil(retry_after))
         self.limit = limit
 
     def headers(self) -> dict[str, str]:
@@ -82,7 +83,9 @@ def log_unavailable(request: HttpRequest | None, exc: BaseException) -> None:
     """One line per failure, no traceback: an outage is thousands of identical failures."""
     logger.warning(
         "database unavailable on %s %s (%s)",
-        getattr(request, "method", "?"), getattr(request, "path", "?"), type(exc.__cause__ or exc).__name__,
+        getattr(request, "method", "?"),
+        getattr(request, "path", "?"),
+        type(exc.__cause__ or exc).__name__,
     )
 
 
@@ -137,7 +140,9 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     if status == 500:
         request = context.get("request")
         # The traceback goes to the log with the route only: no headers, no body (they hold tokens).
-        logger.exception("unhandled error on %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"))
+        logger.exception(  # noqa: LOG004 (DRF calls the handler inside its except block)
+            "unhandled error on %s %s", getattr(request, "method", "?"), getattr(request, "path", "?")
+        )
     return Response(error_body(message), status=status, headers=headers)
 
 

@@ -3,6 +3,7 @@
 A batch takes a bounded share of each waiting workspace's rows instead of the oldest rows of all, so a
 workspace with thousands waiting cannot fill every batch (docs/concurrency.md, "Fair shares").
 """
+
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar

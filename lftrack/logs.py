@@ -1,4 +1,5 @@
 """Structured logs: one JSON object per line, carrying the request id of the request being served."""
+
 import logging
 import re
 import time
@@ -66,7 +67,10 @@ class AccessFormatter(JsonFormatter):
         atoms = record.args if isinstance(record.args, Mapping) else {}
         if atoms:
             log_data.update(
-                method=atoms["m"], path=atoms["U"], status=int(atoms["s"]), duration_ms=round(atoms["D"] / 1000, 2),
+                method=atoms["m"],
+                path=atoms["U"],
+                status=int(atoms["s"]),
+                duration_ms=round(atoms["D"] / 1000, 2),
                 request_id=atoms["{x-request-id}o"],
             )
 

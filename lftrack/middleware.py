@@ -1,5 +1,6 @@
 """Request checks that run before any view (oversized API bodies, chunked bodies, unstorable URLs and headers),
 the health probes answered before the host check, and the session, user and message middleware for the pages only."""
+
 import io
 
 from django.conf import settings
@@ -69,7 +70,9 @@ class RequestGuardMiddleware:
 
 
 def _chunked(request: HttpRequest) -> bool:
-    return "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not request.META.get("CONTENT_LENGTH")
+    return "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() and not request.META.get(
+        "CONTENT_LENGTH"
+    )
 
 
 def _read(stream, limit: int) -> bytes:
@@ -101,7 +104,9 @@ def _drain(request: HttpRequest, limit: int) -> None:
 
 def _nul_in_headers(request: HttpRequest) -> bool:
     # gunicorn refuses NUL in header values; other servers (and in-process clients) pass it on.
-    return any("\x00" in value for key, value in request.META.items() if key.startswith("HTTP_") and isinstance(value, str))
+    return any(
+        "\x00" in value for key, value in request.META.items() if key.startswith("HTTP_") and isinstance(value, str)
+    )
 
 
 class ProbeMiddleware:

@@ -1,4 +1,5 @@
 """OpenAPI 3 for the v1 API (drf-spectacular): strict-field types, auth schemes, errors, headers, the schema view."""
+
 import copy
 from typing import Any
 
@@ -15,11 +16,11 @@ from rest_framework.response import Response
 from lftrack.api import (
     JSONObjectField,
     StrictBooleanField,
-    StrictStringListField,
     StrictCharField,
     StrictChoiceField,
     StrictEmailField,
     StrictIntegerField,
+    StrictStringListField,
     StrictURLField,
 )
 
@@ -137,21 +138,31 @@ class ErrorOut(serializers.Serializer):
 
 
 _ERRORS: dict[int, tuple[str, list[str]]] = {
-    400: ("The body is not one JSON object (nested at most 100 levels deep, no NUL character or unpaired "
-          "surrogate in its strings), or the request is malformed (a NUL in the URL or a header, a bad Content-Length).",
-          ["invalid JSON", "bad request"]),
+    400: (
+        "The body is not one JSON object (nested at most 100 levels deep, no NUL character or unpaired "
+        "surrogate in its strings), or the request is malformed (a NUL in the URL or a header, a bad Content-Length).",
+        ["invalid JSON", "bad request"],
+    ),
     401: ("The credentials are missing, malformed, unknown or revoked.", ["unauthorized"]),
-    403: ("Refused: the token was created with scopes that leave out this operation's (or, for the browser "
-          "endpoint, the page's origin is not one the workspace allows).", ["forbidden"]),
+    403: (
+        "Refused: the token was created with scopes that leave out this operation's (or, for the browser "
+        "endpoint, the page's origin is not one the workspace allows).",
+        ["forbidden"],
+    ),
     404: ("Not found.", ["not found"]),
     413: ("The body is over 64 KiB; nothing was read or stored.", ["request too large"]),
     415: ("The Content-Type is not one this operation reads.", ["unsupported media type"]),
     422: ("The body is JSON but breaks a rule; nothing was stored.", []),
     429: ("Over a rate limit; retry after `Retry-After` seconds.", ["rate_limited"]),
-    500: ("An unexpected error; the message never carries details (quote the `X-Request-ID` to the operator).",
-          ["internal error"]),
-    503: ("The database could not be reached in time; nothing was stored. Retry after `Retry-After` seconds "
-          "(with the same `Idempotency-Key`, where the operation takes one).", ["service unavailable"]),
+    500: (
+        "An unexpected error; the message never carries details (quote the `X-Request-ID` to the operator).",
+        ["internal error"],
+    ),
+    503: (
+        "The database could not be reached in time; nothing was stored. Retry after `Retry-After` seconds "
+        "(with the same `Idempotency-Key`, where the operation takes one).",
+        ["service unavailable"],
+    ),
 }
 
 
@@ -177,7 +188,10 @@ def error_responses(*statuses: int, **messages: list[str]) -> dict[int, OpenApiR
 def error_response_object(status: int, messages: list[str] | None = None) -> dict[str, Any]:
     """The same response as a plain OpenAPI object, for operations a view writes by hand."""
     description, listed = _error_text(status, messages)
-    media = {"schema": {"$ref": "#/components/schemas/Error"}, "examples": build_examples_list(_error_examples(status, listed))}
+    media = {
+        "schema": {"$ref": "#/components/schemas/Error"},
+        "examples": build_examples_list(_error_examples(status, listed)),
+    }
     return {"description": description, "content": {"application/json": media}}
 
 
@@ -333,7 +347,9 @@ def page_of(item: type, component_name: str) -> type:
     """The serializer of a read API page, `{"data": [item...], "next": cursor | null}`, named in the schema."""
     fields = {
         "data": item(many=True),
-        "next": serializers.CharField(allow_null=True, help_text="The `cursor` of the next page; null on the last one."),
+        "next": serializers.CharField(
+            allow_null=True, help_text="The `cursor` of the next page; null on the last one."
+        ),
     }
     return extend_schema_serializer(component_name=component_name)(
         type(f"{component_name}Out", (serializers.Serializer,), fields)

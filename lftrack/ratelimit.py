@@ -5,6 +5,7 @@ a request in one Redis round trip needs their keys, which django-ratelimit keeps
 get_usage() spends three round trips per limit (ADD, EXISTS, INCR): 0.3 ms per limit on this machine
 against 0.1 ms for all of them (docs/benchmarks.md, "POST /api/v1/conversions").
 """
+
 import functools
 import hashlib
 import ipaddress
@@ -12,9 +13,9 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
-from typing import Callable
 
 from django.conf import settings
 from django.core.cache import caches
@@ -118,7 +119,9 @@ class CircuitBreaker:
             self._open_until = time.monotonic() + self.pause
         logger.warning(
             "rate limits not enforced for %s s: cache failed %s times in a row (%s)",
-            self.pause, self.threshold, type(error).__name__,
+            self.pause,
+            self.threshold,
+            type(error).__name__,
         )
 
 
@@ -244,7 +247,7 @@ def _script_usages(counters: list[tuple[str, int, int, int]], cache: RedisCache,
     breaker.succeeded()
     return [
         {"count": n, "limit": count, "should_limit": n > count, "time_left": window_end - now}
-        for (_, count, _, window_end), n in zip(counters, used)
+        for (_, count, _, window_end), n in zip(counters, used, strict=True)
     ]
 
 

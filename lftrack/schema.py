@@ -1,4 +1,5 @@
 """Schema operations the migrations share."""
+
 from django.db import migrations
 
 

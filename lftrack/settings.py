@@ -1,4 +1,5 @@
 """Settings, all from the environment (README, "Configuration"); one module for every deployment."""
+
 import re
 import warnings
 from datetime import timedelta
@@ -150,7 +151,9 @@ TEMPLATES = [
 
 # PostgreSQL only. `make run` and `make test` set DATABASE_URL to the embedded server when the
 # environment has none (lftrack/devdb.py).
-_DATABASE_URL_FORMS = "postgres://USER:PASSWORD@HOST:5432/NAME, or for a Unix socket postgres://USER@/NAME?host=/run/postgresql"
+_DATABASE_URL_FORMS = (
+    "postgres://USER:PASSWORD@HOST:5432/NAME, or for a Unix socket postgres://USER@/NAME?host=/run/postgresql"
+)
 
 
 def database_from_url(url: str) -> dict:
@@ -164,7 +167,9 @@ def database_from_url(url: str) -> dict:
             warnings.simplefilter("ignore")
             config = environ.Env.db_url_config(url)
     except Exception as error:  # django-environ's ValueError, KeyError, ... on a malformed URL
-        raise ImproperlyConfigured(f"DATABASE_URL is not a URL it can read ({type(error).__name__}): {_DATABASE_URL_FORMS}") from None
+        raise ImproperlyConfigured(
+            f"DATABASE_URL is not a URL it can read ({type(error).__name__}): {_DATABASE_URL_FORMS}"
+        ) from None
     if config.get("ENGINE") != "django.db.backends.postgresql":
         raise ImproperlyConfigured(f"DATABASE_URL must be a PostgreSQL URL: {_DATABASE_URL_FORMS}")
     config["HOST"] = unquote(config["HOST"])  # django-environ leaves a percent-encoded host (a socket's path) as it is
@@ -198,7 +203,8 @@ REDIRECT_DEADLINE = env_float("REDIRECT_DEADLINE", 2.0)
 READY_TIMEOUT = env_float("READY_TIMEOUT", 2.0)
 # Behind a pooler that refuses startup options: set these (and DB_JIT_OFF) to 0 and use ALTER ROLE ... SET.
 _server_options = [
-    f"-c {name}={value}" for name, value in (("statement_timeout", DB_STATEMENT_TIMEOUT), ("lock_timeout", DB_LOCK_TIMEOUT))
+    f"-c {name}={value}"
+    for name, value in (("statement_timeout", DB_STATEMENT_TIMEOUT), ("lock_timeout", DB_LOCK_TIMEOUT))
     if value
 ]
 if env_bool("DB_JIT_OFF", True):
@@ -252,7 +258,11 @@ RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
 # Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
 RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
 for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them per request: check them now
-    if _name.startswith("RATELIMIT_") and _name != "RATELIMIT_USE_CACHE" and not re.match(r"^\d+/([1-9]\d*)?[smhd]$", _rate):
+    if (
+        _name.startswith("RATELIMIT_")
+        and _name != "RATELIMIT_USE_CACHE"
+        and not re.match(r"^\d+/([1-9]\d*)?[smhd]$", _rate)
+    ):
         raise ImproperlyConfigured(f"{_name} must be a rate like 600/m (N/s, N/m, N/h, N/d), got {_rate!r}")
 # Seconds a process may keep an API token it looked up, while the token generation in Redis says no token
 # was revoked since (workspaces/services.py); 0 reads the database on every request. Without Redis
@@ -308,7 +318,13 @@ WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30)
 PROCRASTINATE_WORKER_DEFAULTS = {"concurrency": env_int("WORKER_CONCURRENCY", 8)}
 # Imported when the worker starts or a job is first queued, not at every process's start.
 PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
-PROCRASTINATE_IMPORT_PATHS = ["lftrack.tasks", "webhooks.tasks", "rollups.tasks", "conversions.tasks", "campaigns.tasks"]
+PROCRASTINATE_IMPORT_PATHS = [
+    "lftrack.tasks",
+    "webhooks.tasks",
+    "rollups.tasks",
+    "conversions.tasks",
+    "campaigns.tasks",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -371,7 +387,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Record leads and sales against tracked clicks, enroll contacts in campaign sequences, report "
         "bounces and complaints, and the pixel's browser endpoint.\n\n"
-        "Every request and response body is JSON. Every error is `{\"error\": \"<message>\"}` with one of "
+        'Every request and response body is JSON. Every error is `{"error": "<message>"}` with one of '
         "the documented messages; besides the statuses listed on each operation, an unknown route under "
         "`/api/v1` answers 404 `not found`, and a method a path does not list answers 405 "
         "`method not allowed` with an `Allow` header (OPTIONS on the bearer endpoints is answered by the "
@@ -402,7 +418,11 @@ LOGGING = {
         "job_lines": {"()": "lftrack.logs.JobLines"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["no_query_strings", "job_lines"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["no_query_strings", "job_lines"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # Django's own 4xx lines repeat our access log; our handler logs 500s with the route only.

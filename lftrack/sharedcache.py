@@ -6,6 +6,7 @@ operation (its constructor fills ~170 response callbacks, ~0.3 ms here), and eve
 sent on a redis-py Connection taken once from the cache's pool (docs/benchmarks.md, "GET /l/<key>").
 Each thread has its own cache object (Django's caches are per thread), so no connection is shared.
 """
+
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache

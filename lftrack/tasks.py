@@ -1,4 +1,5 @@
 """Django's own housekeeping on the task engine: expired back-office sessions (`clearsessions`), daily."""
+
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 from procrastinate.contrib.django import app

@@ -1,4 +1,5 @@
 """Pytest plugin loaded before pytest-django reads settings: the environment the suite runs in."""
+
 import os
 
 # pytest-django imports settings before any conftest runs; DEBUG is off in tests, so a key is required.

@@ -1,4 +1,5 @@
 """URL map: the tracked-link redirect, unsubscribe links, the pixel's script, the v1 API router and its OpenAPI, health, the admin and the demo."""
+
 from django.contrib import admin
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
@@ -8,8 +9,8 @@ from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import BrowserConversionViewSet, ConversionViewSet
 from conversions.customers_api import CustomerViewSet
-from conversions.refunds_api import RefundViewSet
 from conversions.demo import demo_landing, demo_thanks
+from conversions.refunds_api import RefundViewSet
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz

@@ -1,4 +1,5 @@
 """Pages that belong to no app: the home page, liveness and readiness for load balancers."""
+
 import logging
 import threading
 

@@ -1,9 +1,16 @@
 """GET /api/v1/analytics: clicks, leads, sales and revenue per currency over a range of UTC days (docs/api.md)."""
+
 from datetime import date, timedelta
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, viewsets
 from rest_framework.response import Response
 
@@ -58,8 +65,11 @@ class AnalyticsOut(serializers.Serializer):
     until = serializers.DateField()
     group_by = serializers.ChoiceField(choices=GROUPS)
     total = NumbersOut(help_text="The whole range, all groups together (also those past `limit`).")
-    data = GroupOut(many=True, help_text="`day`: every day of the range, oldest first. Otherwise the groups with "
-                    "any numbers, most clicks first, at most `limit`.")
+    data = GroupOut(
+        many=True,
+        help_text="`day`: every day of the range, oldest first. Otherwise the groups with "
+        "any numbers, most clicks first, at most `limit`.",
+    )
 
 
 def query_date(params, name: str) -> date | None:
@@ -93,18 +103,37 @@ class AnalyticsViewSet(viewsets.ViewSet):
         "address.",
         tags=["analytics"],
         parameters=[
-            OpenApiParameter("since", OpenApiTypes.DATE, description=f"First UTC day; by default {DEFAULT_DAYS - 1} days before `until`."),
+            OpenApiParameter(
+                "since",
+                OpenApiTypes.DATE,
+                description=f"First UTC day; by default {DEFAULT_DAYS - 1} days before `until`.",
+            ),
             OpenApiParameter("until", OpenApiTypes.DATE, description="Last UTC day, included; by default today."),
             OpenApiParameter("group_by", str, enum=list(GROUPS), description="`day` by default."),
             OpenApiParameter("link_id", int, description="Only this link."),
             OpenApiParameter("post_id", int, description="Only this post's links."),
             OpenApiParameter("campaign", str, description="Only the links of this campaign's posts (its slug)."),
-            OpenApiParameter("limit", int, description=f"Groups other than days: the first 1 to {GROUPS_MAX}; {GROUPS_DEFAULT} by default."),
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"Groups other than days: the first 1 to {GROUPS_MAX}; {GROUPS_DEFAULT} by default.",
+            ),
         ],
         responses={
             200: OpenApiResponse(AnalyticsOut, description="The numbers."),
-            **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e403=["forbidden", TEST_TOKEN_REFUSED],
-                              e404=["unknown link", "unknown post", "unknown campaign"], e422=ANALYTICS_ERRORS),
+            **error_responses(
+                400,
+                401,
+                403,
+                404,
+                422,
+                429,
+                500,
+                503,
+                e403=["forbidden", TEST_TOKEN_REFUSED],
+                e404=["unknown link", "unknown post", "unknown campaign"],
+                e422=ANALYTICS_ERRORS,
+            ),
         },
         examples=[
             OpenApiExample(
@@ -112,16 +141,68 @@ class AnalyticsViewSet(viewsets.ViewSet):
                 response_only=True,
                 status_codes=[200],
                 value={
-                    "since": "2026-11-23", "until": "2026-11-24", "group_by": "day",
-                    "total": {"clicks": 140, "leads": 12, "sales": 3, "revenue": [
-                        {"currency": "EUR", "sales": 2, "gross_cents": 98000, "refunded_cents": 4900, "net_cents": 93100},
-                        {"currency": "JPY", "sales": 1, "gross_cents": 5000, "refunded_cents": 0, "net_cents": 5000}]},
+                    "since": "2026-11-23",
+                    "until": "2026-11-24",
+                    "group_by": "day",
+                    "total": {
+                        "clicks": 140,
+                        "leads": 12,
+                        "sales": 3,
+                        "revenue": [
+                            {
+                                "currency": "EUR",
+                                "sales": 2,
+                                "gross_cents": 98000,
+                                "refunded_cents": 4900,
+                                "net_cents": 93100,
+                            },
+                            {
+                                "currency": "JPY",
+                                "sales": 1,
+                                "gross_cents": 5000,
+                                "refunded_cents": 0,
+                                "net_cents": 5000,
+                            },
+                        ],
+                    },
                     "data": [
-                        {"day": "2026-11-23", "clicks": 60, "leads": 5, "sales": 1, "revenue": [
-                            {"currency": "EUR", "sales": 1, "gross_cents": 49000, "refunded_cents": 4900, "net_cents": 44100}]},
-                        {"day": "2026-11-24", "clicks": 80, "leads": 7, "sales": 2, "revenue": [
-                            {"currency": "EUR", "sales": 1, "gross_cents": 49000, "refunded_cents": 0, "net_cents": 49000},
-                            {"currency": "JPY", "sales": 1, "gross_cents": 5000, "refunded_cents": 0, "net_cents": 5000}]},
+                        {
+                            "day": "2026-11-23",
+                            "clicks": 60,
+                            "leads": 5,
+                            "sales": 1,
+                            "revenue": [
+                                {
+                                    "currency": "EUR",
+                                    "sales": 1,
+                                    "gross_cents": 49000,
+                                    "refunded_cents": 4900,
+                                    "net_cents": 44100,
+                                }
+                            ],
+                        },
+                        {
+                            "day": "2026-11-24",
+                            "clicks": 80,
+                            "leads": 7,
+                            "sales": 2,
+                            "revenue": [
+                                {
+                                    "currency": "EUR",
+                                    "sales": 1,
+                                    "gross_cents": 49000,
+                                    "refunded_cents": 0,
+                                    "net_cents": 49000,
+                                },
+                                {
+                                    "currency": "JPY",
+                                    "sales": 1,
+                                    "gross_cents": 5000,
+                                    "refunded_cents": 0,
+                                    "net_cents": 5000,
+                                },
+                            ],
+                        },
                     ],
                 },
             ),
@@ -150,13 +231,15 @@ class AnalyticsViewSet(viewsets.ViewSet):
         numbers = daily_numbers(workspace_id=workspace_id, since=since, until=until, group_by=group_by, **filters)
         groups = numbers["groups"] if group_by == "day" else numbers["groups"][:limit]
         keys = _group_keys(group_by, [group["key"] for group in groups])
-        return Response({
-            "since": since.isoformat(),
-            "until": until.isoformat(),
-            "group_by": group_by,
-            "total": _numbers_out(numbers["total"]),
-            "data": [{**keys[group["key"]], **_numbers_out(group)} for group in groups],
-        })
+        return Response(
+            {
+                "since": since.isoformat(),
+                "until": until.isoformat(),
+                "group_by": group_by,
+                "total": _numbers_out(numbers["total"]),
+                "data": [{**keys[group["key"]], **_numbers_out(group)} for group in groups],
+            }
+        )
 
 
 def _filters(params, *, workspace_id: int) -> dict:

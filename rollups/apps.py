@@ -1,4 +1,5 @@
 """App config for rollups."""
+
 from django.apps import AppConfig
 
 

@@ -1,4 +1,5 @@
 """Totals per link and per campaign over append-only rows, and how far each source table is added in."""
+
 from django.db import models
 
 
@@ -143,7 +144,9 @@ class DailyClickKinds(models.Model):
     class Meta:
         verbose_name_plural = "daily click kinds"
         constraints = [
-            models.UniqueConstraint(fields=["link", "day", "kind", "value"], name="rollups_dailyclickkinds_one_per_value"),
+            models.UniqueConstraint(
+                fields=["link", "day", "kind", "value"], name="rollups_dailyclickkinds_one_per_value"
+            ),
         ]
         # A workspace's clicks over a range of days.
         indexes = [models.Index(fields=["workspace", "day"], name="rollups_dailyclickkinds_range")]

@@ -6,8 +6,9 @@ they come from once, in SOURCES: the annotations below, the back office's column
 (rollups/services.py) and the numbers of any range of days (`daily_numbers`) are made from them, so a new
 number is a column of the totals (and its migration) plus one entry here.
 """
+
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection, models
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
@@ -55,6 +56,7 @@ class Source:
 
 def _matching(conditions: dict) -> str:
     """`x.column = value AND ...`: the registry's own constants, not input."""
+
     def literal(value: object) -> str:
         return ("TRUE" if value else "FALSE") if isinstance(value, bool) else f"'{value}'"
 
@@ -105,8 +107,14 @@ LINK_NUMBERS = (
     LinkNumber("clicks", Click, {}),
     LinkNumber("leads", ConversionEvent, {"event": ConversionEvent.Event.LEAD}),
     LinkNumber("sales", ConversionEvent, {"event": ConversionEvent.Event.SALE}),
-    LinkNumber("revenue_cents", ConversionEvent, {"event": ConversionEvent.Event.SALE}, summed="value_cents", money=True,
-               label="gross"),
+    LinkNumber(
+        "revenue_cents",
+        ConversionEvent,
+        {"event": ConversionEvent.Event.SALE},
+        summed="value_cents",
+        money=True,
+        label="gross",
+    ),
     LinkNumber("refunded_cents", Refund, {}, summed="amount_cents", money=True, label="refunded"),
 )
 COUNTS = [number for number in LINK_NUMBERS if not number.money]
@@ -156,7 +164,10 @@ def posts_with_numbers(*, posts: QuerySet) -> QuerySet:
     totals = LinkTotals.objects.filter(link__post=OuterRef("pk"))
     return posts.annotate(
         n_links=count_of(Link.objects.filter(post=OuterRef("pk")), "post"),
-        **{number.annotation: sum_of(totals, "link__post", number.name) + _live(number, "link__post") for number in COUNTS},
+        **{
+            number.annotation: sum_of(totals, "link__post", number.name) + _live(number, "link__post")
+            for number in COUNTS
+        },
     )
 
 
@@ -176,7 +187,8 @@ def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
         return _total(totals, field) + sum_of(deltas, "campaign", field)
 
     return campaigns.annotate(
-        n_leads=_total(totals, "leads") + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
+        n_leads=_total(totals, "leads")
+        + count_of(tail(CampaignLead.objects.filter(campaign=OuterRef("pk"))), "campaign"),
         n_active=number("enrollments_active"),
         n_stopped=number("enrollments_stopped"),
         n_completed=number("enrollments_completed"),
@@ -270,7 +282,9 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
     return f"SELECT key, currency, {sums} FROM ({' UNION ALL '.join(parts)}) n GROUP BY 1, 2"
 
 
-def _grouped(*, totals: type[models.Model], group: str, scope: str, params: dict, days: bool, hints: bool = True) -> dict:
+def _grouped(
+    *, totals: type[models.Model], group: str, scope: str, params: dict, days: bool, hints: bool = True
+) -> dict:
     """{key: [(currency, {column: value}), ...]} from `_grouped_sql`; `hints`: read the watermarks first, for
     the planner (without, the literal is 0 and the watermark subquery alone bounds each tail)."""
     marks = dict(Watermark.objects.values_list("source", "last_id")) if hints else {}
@@ -280,7 +294,7 @@ def _grouped(*, totals: type[models.Model], group: str, scope: str, params: dict
         rows = cursor.fetchall()
     groups: dict = {}
     for key, currency, *values in rows:
-        groups.setdefault(key, []).append((currency, dict(zip(_COLUMNS, map(int, values)))))
+        groups.setdefault(key, []).append((currency, dict(zip(_COLUMNS, map(int, values), strict=True))))
     return groups
 
 
@@ -294,27 +308,36 @@ def numbers_of(rows: list[tuple[str, dict]]) -> dict:
         for number in COUNTS:
             numbers[number.name] += values[number.name]
         if currency:
-            entry = money.setdefault(currency, {"currency": currency, "sales": 0, "gross_cents": 0, "refunded_cents": 0})
+            entry = money.setdefault(
+                currency, {"currency": currency, "sales": 0, "gross_cents": 0, "refunded_cents": 0}
+            )
             entry["sales"] += values["sales"]
             entry["gross_cents"] += values["revenue_cents"]
             entry["refunded_cents"] += values["refunded_cents"]
-    revenue = [{**entry, "net_cents": entry["gross_cents"] - entry["refunded_cents"]} for _, entry in sorted(money.items())]
+    revenue = [
+        {**entry, "net_cents": entry["gross_cents"] - entry["refunded_cents"]} for _, entry in sorted(money.items())
+    ]
     return {**numbers, "revenue": revenue}
 
 
 def _link_scope(*, link_ids: list[int] | None, post_ids: list[int] | None, campaign_ids: list[int] | None) -> str:
     return "".join(
         f" AND {column} = ANY(%({name})s)"
-        for column, name, ids in (("x.link_id", "link_ids", link_ids), ("l.post_id", "post_ids", post_ids),
-                                  ("cp.campaign_id", "campaign_ids", campaign_ids))
+        for column, name, ids in (
+            ("x.link_id", "link_ids", link_ids),
+            ("l.post_id", "post_ids", post_ids),
+            ("cp.campaign_id", "campaign_ids", campaign_ids),
+        )
         if ids is not None
     )
 
 
 def day_bounds(since: date, until: date) -> tuple[datetime, datetime]:
     """The UTC moments [start, end) of the days `since` to `until`, both included: the live tail's time filter."""
-    return (datetime.combine(since, time.min, tzinfo=dt_timezone.utc),
-            datetime.combine(until + timedelta(days=1), time.min, tzinfo=dt_timezone.utc))
+    return (
+        datetime.combine(since, time.min, tzinfo=UTC),
+        datetime.combine(until + timedelta(days=1), time.min, tzinfo=UTC),
+    )
 
 
 def daily_numbers(
@@ -345,9 +368,18 @@ def daily_numbers(
     groups = _grouped(
         totals=DailyTotals,
         group=group_by,
-        scope="x.workspace_id = %(workspace)s" + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
-        params={"workspace": workspace_id, "since": since, "until": until, "start": start, "end": end,
-                "link_ids": link_ids, "post_ids": post_ids, "campaign_ids": campaign_ids},
+        scope="x.workspace_id = %(workspace)s"
+        + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
+        params={
+            "workspace": workspace_id,
+            "since": since,
+            "until": until,
+            "start": start,
+            "end": end,
+            "link_ids": link_ids,
+            "post_ids": post_ids,
+            "campaign_ids": campaign_ids,
+        },
         days=True,
     )
     numbers = {key: numbers_of(rows) for key, rows in groups.items()}
@@ -361,13 +393,16 @@ def daily_numbers(
     }
 
 
-def money_of(*, group: str, link_ids: list[int] | None = None, post_ids: list[int] | None = None) -> dict[int, list[dict]]:
+def money_of(
+    *, group: str, link_ids: list[int] | None = None, post_ids: list[int] | None = None
+) -> dict[int, list[dict]]:
     """The revenue of all time per currency of each link (`group` "link") or post (its links together) of the
     links or posts named, by id: the `revenue` of `numbers_of`; absent when it has none. The back office's
     lists: a page of them in one statement (a link's tail is its (link, id) index: no watermark hint needed)."""
     scope = " AND ".join(
-        f"{column} = ANY(%({name})s)" for column, name, ids in (("x.link_id", "link_ids", link_ids),
-                                                               ("l.post_id", "post_ids", post_ids)) if ids is not None
+        f"{column} = ANY(%({name})s)"
+        for column, name, ids in (("x.link_id", "link_ids", link_ids), ("l.post_id", "post_ids", post_ids))
+        if ids is not None
     )
     if not (link_ids or post_ids):
         return {}
@@ -380,8 +415,10 @@ def money_of(*, group: str, link_ids: list[int] | None = None, post_ids: list[in
 # Clicks by device, browser and referrer domain over a range of days: the dashboard's breakdowns.
 
 # A click's three kinds as rows (kind, value) of the click `x`: the roll-up and the tail count them the same way.
-CLICK_KINDS = ("CROSS JOIN LATERAL (VALUES ('device', x.device), ('browser', x.browser),"
-               " ('referrer', x.referrer_domain)) AS k(kind, value)")
+CLICK_KINDS = (
+    "CROSS JOIN LATERAL (VALUES ('device', x.device), ('browser', x.browser),"
+    " ('referrer', x.referrer_domain)) AS k(kind, value)"
+)
 
 
 def click_kinds(
@@ -398,8 +435,9 @@ def click_kinds(
     "referrer": [("", 40), ("t.co", 12), ...]} ('' where a click said nothing). The daily roll-up plus the clicks
     above the watermark, in one statement; the filters as daily_numbers takes them."""
     clicks = SOURCES[Click]
-    scope = "x.workspace_id = %(workspace)s" + _link_scope(link_ids=link_ids, post_ids=post_ids,
-                                                            campaign_ids=campaign_ids)
+    scope = "x.workspace_id = %(workspace)s" + _link_scope(
+        link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids
+    )
     mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{clicks.table}')"
     joins = _joins(group="link", scope=scope)  # the link and its campaign post, when a filter reads them
     sql = (
@@ -413,9 +451,13 @@ def click_kinds(
         f") n GROUP BY 1, 2 ORDER BY 3 DESC, 2"
     )
     params = {
-        "workspace": workspace_id, "since": since, "until": until,
-        **dict(zip(("start", "end"), day_bounds(since, until))),
-        "link_ids": link_ids, "post_ids": post_ids, "campaign_ids": campaign_ids,
+        "workspace": workspace_id,
+        "since": since,
+        "until": until,
+        **dict(zip(("start", "end"), day_bounds(since, until), strict=True)),
+        "link_ids": link_ids,
+        "post_ids": post_ids,
+        "campaign_ids": campaign_ids,
         # A literal for the planner, as in _grouped_sql: the tail is a few rows at the end of the primary key.
         "mark": Watermark.objects.filter(source=clicks.table).values_list("last_id", flat=True).first() or 0,
     }

@@ -7,6 +7,7 @@ Enrollments, sends and suppressions change state: triggers (migrations 0003, 000
 campaign's numbers in the same statement as an append-only row of CampaignNumberDelta, rolled up the same way
 (the sends' rows into the campaign totals and, per step and UTC day, into DailyStepSends).
 """
+
 import logging
 import time
 
@@ -14,8 +15,8 @@ from django.db import DatabaseError, DataError, IntegrityError, connection, tran
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
-from customers.models import Customer
 from clicks.models import Click
+from customers.models import Customer
 from rollups.models import (
     CampaignNumberDelta,
     CampaignTotals,
@@ -39,7 +40,11 @@ _NUMBERS = ["enrollments_active", "enrollments_stopped", "enrollments_completed"
 # The rows a statement adds: ids in (after, upto]; narrowed, those of some links or campaigns (%(units)s) only.
 _RANGE = "x.id > %(after)s AND x.id <= %(upto)s"
 # What each source's rows are added up per, and narrowed by when a statement fails: the link or the campaign.
-_UNITS = {**{model: "x.link_id" for model in SOURCES}, CampaignLead: "x.campaign_id", CampaignNumberDelta: "x.campaign_id"}
+_UNITS = {
+    **dict.fromkeys(SOURCES, "x.link_id"),
+    CampaignLead: "x.campaign_id",
+    CampaignNumberDelta: "x.campaign_id",
+}
 
 
 def _link_add_sql(source: Source, totals: type, rows: str) -> str:
@@ -67,7 +72,9 @@ def _add_sql(model: type, *, narrowed: bool) -> list[str]:
     if model in SOURCES:
         source = SOURCES[model]
         statements = [_link_add_sql(source, totals, rows) for totals in (LinkTotals, DailyTotals)]
-        if model is Click:  # the dashboard's breakdowns: each click once per kind (device, browser, referrer) and UTC day
+        if (
+            model is Click
+        ):  # the dashboard's breakdowns: each click once per kind (device, browser, referrer) and UTC day
             kinds = DailyClickKinds._meta.db_table
             statements.append(
                 f"INSERT INTO {kinds} (workspace_id, link_id, day, kind, value, clicks)"
@@ -103,8 +110,10 @@ def _add_sql(model: type, *, narrowed: bool) -> list[str]:
 def _units_sql(model: type) -> str:
     """The units (links or campaigns) with rows in (after, upto], each with its workspace (None: a campaign gone)."""
     if model is CampaignNumberDelta:
-        return (f"SELECT x.campaign_id, MIN(c.workspace_id) FROM {_DELTAS} x"
-                f" LEFT JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id WHERE {_RANGE} GROUP BY 1")
+        return (
+            f"SELECT x.campaign_id, MIN(c.workspace_id) FROM {_DELTAS} x"
+            f" LEFT JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id WHERE {_RANGE} GROUP BY 1"
+        )
     return f"SELECT {_UNITS[model]}, MIN(x.workspace_id) FROM {model._meta.db_table} x WHERE {_RANGE} GROUP BY 1"
 
 
@@ -131,13 +140,13 @@ WITH e AS (
     WHERE NOT en.is_test
     GROUP BY en.campaign_id
 )
-INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {', '.join(_NUMBERS)})
+INSERT INTO {_CAMPAIGNS} (campaign_id, workspace_id, leads, {", ".join(_NUMBERS)})
 SELECT c.id, c.workspace_id, 0, COALESCE(e.active, 0), COALESCE(e.stopped, 0), COALESCE(e.completed, 0),
     COALESCE(m.sends, 0), COALESCE(m.complaints, 0), COALESCE(u.unsubscribes, 0)
 FROM {Campaign._meta.db_table} c LEFT JOIN e ON e.campaign_id = c.id LEFT JOIN m ON m.campaign_id = c.id
     LEFT JOIN u ON u.campaign_id = c.id
 WHERE TRUE
-ON CONFLICT (campaign_id) DO UPDATE SET {', '.join(f'{n} = excluded.{n}' for n in _NUMBERS)}
+ON CONFLICT (campaign_id) DO UPDATE SET {", ".join(f"{n} = excluded.{n}" for n in _NUMBERS)}
 """
 _STEPS_RECOUNT_SQL = f"""
 INSERT INTO {_STEPS} (campaign_id, position, day, sent, failed)
@@ -231,11 +240,18 @@ def _rows_add(*, model: type, rows: dict) -> None:
         left_out.setdefault(workspace_of[unit], []).append(unit)
     for workspace_id, units in left_out.items():
         cause = failed[units[0]].__cause__
-        logger.warning("roll-up left rows out", extra={
-            "source": model._meta.db_table, "workspace_id": workspace_id, _UNITS[model].removeprefix("x."): units,
-            "after_id": rows["after"], "up_to_id": rows["upto"], "sqlstate": getattr(cause, "sqlstate", None),
-            "error": getattr(getattr(cause, "diag", None), "message_primary", None),
-        })
+        logger.warning(
+            "roll-up left rows out",
+            extra={
+                "source": model._meta.db_table,
+                "workspace_id": workspace_id,
+                _UNITS[model].removeprefix("x."): units,
+                "after_id": rows["after"],
+                "up_to_id": rows["upto"],
+                "sqlstate": getattr(cause, "sqlstate", None),
+                "error": getattr(getattr(cause, "diag", None), "message_primary", None),
+            },
+        )
 
 
 def _added(statements: list[str], params: dict) -> DatabaseError | None:

@@ -1,4 +1,5 @@
 """The roll-ups on the task engine: every minute, what `manage.py roll_up_numbers` did from cron."""
+
 from django.db import connection
 from procrastinate.contrib.django import app
 

@@ -1,4 +1,5 @@
 """Fixtures: the acme / globex story, an API client, and helpers shared by every test module."""
+
 import ipaddress
 import json
 import re
@@ -45,16 +46,24 @@ def self_signed_certificate(directory: Path, *names: str) -> tuple[Path, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([alternative(name) for name in names]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([alternative(name) for name in names]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_path, key_path
 
 
@@ -142,7 +151,6 @@ def _closed_breaker():
 def _fresh_cache():
     """Rate-limit counters live in the cache (Redis in CI): every test starts from zero."""
     cache.clear()
-    yield
 
 
 @pytest.fixture
@@ -156,7 +164,9 @@ def public_dns(monkeypatch):
             addresses = [str(ipaddress.ip_address(host))]
         except ValueError:
             addresses = answers.get(host, ["93.184.215.14"])
-        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses]
+        return [
+            (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses
+        ]
 
     monkeypatch.setattr("webhooks.network.socket.getaddrinfo", getaddrinfo)
     return answers
@@ -225,8 +235,15 @@ def _chromium():
     options.binary_location = CHROMIUM
     # The machine's network is closed: without the background-networking flags Chromium stalls on lookups.
     for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
         "--window-size=1280,1000",
     ):
         options.add_argument(flag)

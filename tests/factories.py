@@ -1,4 +1,5 @@
 """factory-boy factories, one per model, with `SubFactory` up to the workspace."""
+
 import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone

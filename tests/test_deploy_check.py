@@ -1,4 +1,5 @@
 """`manage.py check --deploy` with the README's production block prints no warning, and fails without mail."""
+
 import os
 import re
 import secrets
@@ -30,7 +31,11 @@ def production_block() -> dict[str, str]:
 def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -1,4 +1,5 @@
 """Every non-2xx answer under /api/v1 is `{"error": ...}` with its documented message (docs/api.md)."""
+
 import pytest
 
 from tests.conftest import assert_api_error
@@ -11,7 +12,19 @@ URL = "/api/v1/conversions"
 
 @pytest.mark.parametrize(
     "raw",
-    ["{", "not json", "[]", '"a string"', "42", "null", "", '{"a": NaN}', "[" * 5000 + "]" * 5000, '{"a": "\\u0000"}', '{"a": "\\ud800"}'],
+    [
+        "{",
+        "not json",
+        "[]",
+        '"a string"',
+        "42",
+        "null",
+        "",
+        '{"a": NaN}',
+        "[" * 5000 + "]" * 5000,
+        '{"a": "\\u0000"}',
+        '{"a": "\\ud800"}',
+    ],
 )
 def test_unparseable_or_non_object_bodies_are_400(api, acme_token, raw):
     assert_api_error(api.post(URL, raw=raw, token=acme_token), 400, "invalid JSON")
@@ -58,7 +71,12 @@ def test_other_media_types_are_415(api, acme_token, content_type):
 
 def test_json_with_charset_is_accepted(api, acme_token):
     click = ClickFactory(link__post__workspace=acme_token.workspace)
-    resp = api.post(URL, {"event": "lead", "click_id": click.click_id}, content_type="application/json; charset=utf-8", token=acme_token)
+    resp = api.post(
+        URL,
+        {"event": "lead", "click_id": click.click_id},
+        content_type="application/json; charset=utf-8",
+        token=acme_token,
+    )
     assert resp.status_code == 201
 
 
@@ -77,7 +95,7 @@ def test_body_over_64_kib_is_413_and_stores_nothing(api, acme_token):
     from conversions.models import ConversionEvent
 
     click = ClickFactory(link__post__workspace=acme_token.workspace)
-    body = '{"event": "lead", "click_id": "%s", "event_name": "%s"}' % (click.click_id, "x" * 66_000)
+    body = '{{"event": "lead", "click_id": "{}", "event_name": "{}"}}'.format(click.click_id, "x" * 66_000)
     assert_api_error(api.post(URL, raw=body, token=acme_token), 413, "request too large")
     assert not ConversionEvent.objects.exists()
 
@@ -106,7 +124,7 @@ def test_nul_in_the_url_is_refused(api, acme_token, client):
 
 
 @pytest.mark.parametrize(
-    "method,path,header",
+    ("method", "path", "header"),
     [
         ("post", "/api/v1/browser/conversions", "HTTP_X_TRACKING_KEY"),  # a key lookup: was a 500 on PostgreSQL
         ("options", "/api/v1/browser/conversions", "HTTP_ORIGIN"),  # the preflight's origin lookup: the same

@@ -1,6 +1,7 @@
 """The worker's periodic clean-ups with a noisy neighbour: one workspace's thousands of expired rows never keep
 another workspace's from going in the same run (one set-based statement over every workspace; nothing is
 processed row by row, so no row can poison a run). docs/concurrency.md, "Fair shares"."""
+
 from datetime import timedelta
 
 import pytest
@@ -37,13 +38,20 @@ def test_one_expiry_run_takes_every_workspaces_unconfirmed_enrollments(acme, glo
         Customer(workspace=acme, email=f"a{n}@example.com", source="pixel") for n in range(3000)
     )
     Enrollment.objects.bulk_create(
-        Enrollment(workspace=acme, campaign=flooded, customer=customer, state="pending", enrolled_at=past,
-                   confirm_by=past)
+        Enrollment(
+            workspace=acme, campaign=flooded, customer=customer, state="pending", enrolled_at=past, confirm_by=past
+        )
         for customer in customers
     )
     mine = CampaignFactory(workspace=globex)
-    Enrollment.objects.create(workspace=globex, campaign=mine, customer=CustomerFactory(workspace=globex),
-                              state="pending", enrolled_at=past, confirm_by=past)
+    Enrollment.objects.create(
+        workspace=globex,
+        campaign=mine,
+        customer=CustomerFactory(workspace=globex),
+        state="pending",
+        enrolled_at=past,
+        confirm_by=past,
+    )
 
     assert expire_pending(timestamp=0) == 3001
     assert not Enrollment.objects.exists()

@@ -1,4 +1,5 @@
 """GET /healthz (liveness) and GET /readyz (readiness)."""
+
 import threading
 
 import pytest
@@ -34,7 +35,10 @@ def test_readyz_503_when_the_database_refuses(client, monkeypatch):
     monkeypatch.setattr(views, "connections", {"default": Down()})
     resp = client.get("/readyz")
     assert resp.status_code == 503 and resp["Retry-After"] == "5"
-    assert {key: resp.json()[key] for key in ("status", "database")} == {"status": "unavailable", "database": "unavailable"}
+    assert {key: resp.json()[key] for key in ("status", "database")} == {
+        "status": "unavailable",
+        "database": "unavailable",
+    }
 
 
 @pytest.mark.django_db
@@ -61,7 +65,9 @@ def test_readyz_503_within_its_deadline_when_the_database_hangs(client, monkeypa
 @pytest.mark.django_db(transaction=True)
 def test_readyz_reports_redis_but_does_not_require_it(client, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": settings.REDIS_URL}}
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": settings.REDIS_URL}
+    }
     caches._settings = None  # pick up the overridden CACHES
     try:
         resp = client.get("/readyz")

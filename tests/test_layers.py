@@ -1,4 +1,5 @@
 """Apps import one way (README, "Layout"): every module's imports, read from its source, obey the layers."""
+
 import ast
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def test_every_package_is_checked():
 
 
 @pytest.mark.parametrize(
-    "package, source, found",
+    ("package", "source", "found"),
     [
         ("clicks", "from campaigns.models import Campaign", {"campaigns"}),
         ("customers", "import clicks.models", {"clicks"}),

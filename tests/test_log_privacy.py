@@ -1,4 +1,5 @@
 """No email address in any log line: query strings and request bodies never reach the logs."""
+
 import io
 import logging
 
@@ -38,8 +39,12 @@ def test_a_failing_admin_search_and_api_call_log_no_email(as_root_client, acme_t
         as_root_client.get("/admin/customers/customer/", {"q": SEEDED})
     api = Client(raise_request_exception=False)
     monkeypatch.setattr("conversions.api.conversion_record", explode)
-    resp = api.post(f"/api/v1/conversions?email={SEEDED}", {"event": "lead", "click_id": "x", "customer": {"email": SEEDED}},
-                    content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}")
+    resp = api.post(
+        f"/api/v1/conversions?email={SEEDED}",
+        {"event": "lead", "click_id": "x", "customer": {"email": SEEDED}},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
+    )
     assert resp.status_code == 500
     logged = log_output.getvalue()
     assert "Internal Server Error: /admin/customers/customer/" in logged  # the errors were logged...
@@ -48,8 +53,15 @@ def test_a_failing_admin_search_and_api_call_log_no_email(as_root_client, acme_t
 
 
 def test_runserver_request_lines_lose_their_query_string():
-    record = logging.LogRecord("django.server", logging.INFO, __file__, 1, '"%s" %s %s',
-                               (f"GET /admin/?q={SEEDED} HTTP/1.1", "200", "512"), None)
+    record = logging.LogRecord(
+        "django.server",
+        logging.INFO,
+        __file__,
+        1,
+        '"%s" %s %s',
+        (f"GET /admin/?q={SEEDED} HTTP/1.1", "200", "512"),
+        None,
+    )
     assert NoQueryStrings().filter(record)
     assert record.getMessage() == '"GET /admin/ HTTP/1.1" 200 512'
 

@@ -1,5 +1,6 @@
 """Structured logs: one JSON line per API request, with a request id and never a token; one JSON line format
 for every process (gunicorn, the application, the task worker, the sender)."""
+
 import json
 import logging
 import os
@@ -30,7 +31,9 @@ def test_one_json_line_per_api_request_without_the_token(api, acme_token, caplog
     click = ClickFactory(link__post__workspace=acme_token.workspace)
     with caplog.at_level(logging.INFO, logger="lftrack.access"):
         resp = api.post(
-            "/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token,
+            "/api/v1/conversions",
+            {"event": "lead", "click_id": click.click_id},
+            token=acme_token,
             HTTP_X_REQUEST_ID="req-123",
         )
     assert resp.status_code == 201 and resp["X-Request-ID"] == "req-123"
@@ -69,7 +72,9 @@ def test_formatter_writes_exceptions_inside_the_json():
     try:
         raise ValueError("boom")
     except ValueError:
-        record = logging.getLogger("t").makeRecord("t", logging.ERROR, "f", 1, "failed %s", ("x",), __import__("sys").exc_info())
+        record = logging.getLogger("t").makeRecord(
+            "t", logging.ERROR, "f", 1, "failed %s", ("x",), __import__("sys").exc_info()
+        )
     line = json.loads(JsonFormatter().format(record))
     assert line["message"] == "failed x" and "ValueError: boom" in line["exc"]
 
@@ -85,14 +90,19 @@ def json_lines(stream: str) -> list[dict]:
 def test_gunicorn_and_the_application_write_one_json_line_format(acme):
     from tests.faults.conftest import running_gunicorn
 
-    with running_gunicorn(database=database_url(), LOG_LEVEL="INFO", GUNICORN_LOG_LEVEL="info", GUNICORN_ACCESS_LOG="1") as (base, process):
+    with running_gunicorn(
+        database=database_url(), LOG_LEVEL="INFO", GUNICORN_LOG_LEVEL="info", GUNICORN_ACCESS_LOG="1"
+    ) as (base, process):
         requests.get(f"{base}/l/nosuchkey?email=ada@example.com", timeout=10)
         requests.post(f"{base}/api/v1/conversions", json={}, headers={"Authorization": "Bearer lf_wrong"}, timeout=10)
     lines = json_lines(process.stderr.read())
     messages = {(line["logger"], line["message"]) for line in lines}
     assert {("gunicorn.error", "Starting gunicorn 27.0.1"), ("gunicorn.error", "Shutting down: Master")} <= messages
     access = [line for line in lines if line["logger"] == "gunicorn.access"]
-    assert {(a["method"], a["path"], a["status"]) for a in access} >= {("GET", "/l/nosuchkey", 404), ("POST", "/api/v1/conversions", 401)}
+    assert {(a["method"], a["path"], a["status"]) for a in access} >= {
+        ("GET", "/l/nosuchkey", 404),
+        ("POST", "/api/v1/conversions", 401),
+    }
     [api] = [line for line in lines if line["logger"] == "lftrack.access"]
     assert (api["status"], api["request_id"]) == (401, next(a["request_id"] for a in access if a["status"] == 401))
     assert "ada@example.com" not in "\n".join(map(json.dumps, lines))
@@ -107,8 +117,11 @@ def test_the_worker_writes_a_json_line_per_job_run_and_failure():
     clear_sessions.defer(no_such_argument=1)  # fails: the task takes a timestamp
     worker = subprocess.run(
         [sys.executable, "manage.py", "procrastinate", "worker", "--one-shot", "--queues", "default"],
-        cwd=BASE_DIR, env={**os.environ, "DATABASE_URL": database_url(), "LOG_LEVEL": "INFO"},
-        capture_output=True, text=True, timeout=60,
+        cwd=BASE_DIR,
+        env={**os.environ, "DATABASE_URL": database_url(), "LOG_LEVEL": "INFO"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert worker.returncode == 0, worker.stderr
     jobs = {line["task"]: line for line in json_lines(worker.stderr) if "task" in line}  # and the periodic ones
@@ -129,11 +142,24 @@ def test_the_sender_writes_json_lines_and_a_failed_pass_says_so(acme):
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     sender = subprocess.run(
-        [sys.executable, "manage.py", "send_due_emails", "--once"], cwd=BASE_DIR, capture_output=True, text=True, timeout=60,
-        env={**os.environ, "DATABASE_URL": database_url(), "LOG_LEVEL": "DEBUG", "EMAIL_URL": f"smtp://127.0.0.1:{port}",
-             "EMAIL_TIMEOUT": "2", "PUBLIC_BASE_URL": "https://track.example.com"},
+        [sys.executable, "manage.py", "send_due_emails", "--once"],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "LOG_LEVEL": "DEBUG",
+            "EMAIL_URL": f"smtp://127.0.0.1:{port}",
+            "EMAIL_TIMEOUT": "2",
+            "PUBLIC_BASE_URL": "https://track.example.com",
+        },
     )
     assert sender.returncode == 0, sender.stderr
     lines = json_lines(sender.stderr)
-    assert [(line["level"], line["message"]) for line in lines] == [("ERROR", "email backend unavailable"), ("INFO", "send pass")]
+    assert [(line["level"], line["message"]) for line in lines] == [
+        ("ERROR", "email backend unavailable"),
+        ("INFO", "send pass"),
+    ]
     assert json.loads(sender.stdout) == {"sent": 0, "deferred": 1, "skipped": 0}  # put back, still due

@@ -1,4 +1,5 @@
 """Per-address limits on the endpoints that answer without a secret, or that a leaked token could flood."""
+
 import pytest
 from django.core.cache import cache
 
@@ -20,7 +21,9 @@ def test_bad_tokens_on_campaign_leads_are_limited_per_address(api, acme_token, s
     CampaignFactory(workspace=acme_token.workspace, slug="spring")
     url = "/api/v1/campaigns/spring/leads"
     for _ in range(3):
-        assert_api_error(api.post(url, {"email": "a@example.com"}, token="lf_" + "x" * 43, **ADDRESS), 401, "unauthorized")
+        assert_api_error(
+            api.post(url, {"email": "a@example.com"}, token="lf_" + "x" * 43, **ADDRESS), 401, "unauthorized"
+        )
     assert_api_error(api.post(url, {"email": "a@example.com"}, token="lf_" + "x" * 43, **ADDRESS), 429, "rate_limited")
     assert_api_error(api.post(url, {"email": "a@example.com"}, token=acme_token, **ADDRESS), 429, "rate_limited")
     assert api.post(url, {"email": "a@example.com"}, token=acme_token, REMOTE_ADDR="203.0.113.78").status_code == 201
@@ -30,7 +33,10 @@ def test_email_events_are_limited_per_token_and_per_address(api, acme_token, set
     settings.RATELIMIT_EMAIL_EVENTS_TOKEN = "2/m"
     url = "/api/v1/email-events"
     for n in range(2):
-        assert api.post(url, {"type": "bounce", "email": f"b{n}@example.com"}, token=acme_token, **ADDRESS).status_code == 200
+        assert (
+            api.post(url, {"type": "bounce", "email": f"b{n}@example.com"}, token=acme_token, **ADDRESS).status_code
+            == 200
+        )
     resp = api.post(url, {"type": "bounce", "email": "b9@example.com"}, token=acme_token, REMOTE_ADDR="198.51.100.30")
     assert_api_error(resp, 429, "rate_limited")  # the token's budget, from any address
     assert resp["Retry-After"]

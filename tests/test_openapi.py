@@ -1,4 +1,5 @@
 """OpenAPI: docs/openapi.json is what the code generates, it is served, and live answers of every operation conform."""
+
 import difflib
 import json
 from pathlib import Path
@@ -60,8 +61,11 @@ def test_committed_schema_is_what_the_code_generates(tmp_path):
     if generated != committed:
         diff = "".join(
             difflib.unified_diff(
-                committed.splitlines(keepends=True), generated.splitlines(keepends=True),
-                "docs/openapi.json (committed)", "generated from the code", n=2,
+                committed.splitlines(keepends=True),
+                generated.splitlines(keepends=True),
+                "docs/openapi.json (committed)",
+                "generated from the code",
+                n=2,
             )
         )
         pytest.fail(
@@ -117,7 +121,9 @@ def test_security_schemes_and_strict_field_types():
     paths = schema["paths"]
     assert paths[CONVERSIONS]["post"]["security"] == [{"bearerAuth": []}]
     parameters = {p["name"]: p for p in paths[CONVERSIONS]["post"]["parameters"]}
-    assert parameters["Idempotency-Key"]["in"] == "header" and parameters["Idempotency-Key"]["schema"]["maxLength"] == 255
+    assert (
+        parameters["Idempotency-Key"]["in"] == "header" and parameters["Idempotency-Key"]["schema"]["maxLength"] == 255
+    )
     headers = paths[CONVERSIONS]["post"]["responses"]["201"]["headers"]
     assert {"Idempotent-Replayed", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-Request-ID"} <= set(headers)
     assert {"Retry-After", "X-RateLimit-Limit"} <= set(paths[CONVERSIONS]["post"]["responses"]["429"]["headers"])
@@ -172,7 +178,12 @@ def world(acme, acme_token, public_dns):
 
 
 def _conversion(w):
-    return {"event": "sale", "click_id": w["click"].click_id, "value_cents": 100, "customer": {"email": "ada@example.com"}}
+    return {
+        "event": "sale",
+        "click_id": w["click"].click_id,
+        "value_cents": 100,
+        "customer": {"email": "ada@example.com"},
+    }
 
 
 def _browser(w):
@@ -218,8 +229,9 @@ def _common(path, body_of, bad_422, *, auth=True):
     if auth:
         scenarios["401"] = lambda api, w: _post(api, w, path, body_of(w), token=False)
         # A token whose scopes leave this operation out (workspaces/auth.py).
-        scenarios["403"] = lambda api, w: api.post(path, body_of(w), token=api_token_create(
-            workspace=w["workspace"], name="read only", scopes=["read"]).secret)
+        scenarios["403"] = lambda api, w: api.post(
+            path, body_of(w), token=api_token_create(workspace=w["workspace"], name="read only", scopes=["read"]).secret
+        )
     return scenarios
 
 
@@ -257,7 +269,9 @@ def _reads(path_of, bad_422=None, *, breaks: str) -> dict:
 SCENARIOS = {
     (CONVERSIONS, "post"): {
         "201": lambda api, w: _post(api, w, CONVERSIONS, _conversion(w)),
-        "200": lambda api, w: [_post(api, w, CONVERSIONS, {**_conversion(w), "invoice_id": "in_1"}) for _ in range(2)][-1],
+        "200": lambda api, w: [_post(api, w, CONVERSIONS, {**_conversion(w), "invoice_id": "in_1"}) for _ in range(2)][
+            -1
+        ],
         **_common(CONVERSIONS, _conversion, lambda w: {**_conversion(w), "click_id": "unknown"}),
         "429": _twice("RATELIMIT_CONVERSIONS_TOKEN", CONVERSIONS, _conversion),
         "500": ("conversions.api.conversion_record", _conversion),
@@ -293,13 +307,19 @@ SCENARIOS = {
     (CONVERSIONS, "get"): _reads(lambda w: CONVERSIONS, {"limit": "500"}, breaks="conversions.api.conversions_page"),
     (CUSTOMERS, "get"): _reads(lambda w: CUSTOMERS, {"limit": "0"}, breaks="conversions.customers_api.customers_page"),
     (ENROLLMENTS, "get"): {
-        **_reads(lambda w: ENROLLMENTS.replace("{slug}", "spring"), {"state": "gone"},
-                 breaks="campaigns.api.enrollments_page"),
+        **_reads(
+            lambda w: ENROLLMENTS.replace("{slug}", "spring"),
+            {"state": "gone"},
+            breaks="campaigns.api.enrollments_page",
+        ),
         "404": lambda api, w: api.get(ENROLLMENTS.replace("{slug}", "nope"), token=w["token"]),
     },
     (ACTIVITY, "get"): {
-        **_reads(lambda w: _customer_path(w) + "/activity", {"cursor": "x"},
-                 breaks="conversions.customers_api.customer_timeline"),
+        **_reads(
+            lambda w: _customer_path(w) + "/activity",
+            {"cursor": "x"},
+            breaks="conversions.customers_api.customer_timeline",
+        ),
         "404": lambda api, w: api.get(ACTIVITY.replace("{id}", "ext_nobody"), token=w["token"]),
     },
     (CUSTOMER, "get"): {
@@ -315,8 +335,9 @@ SCENARIOS = {
         "200": lambda api, w: [_post(api, w, _refunds(w), {"refund_id": "re_1"}) for _ in range(2)][-1],
         "400": lambda api, w: _raw(api, w, _refunds(w), "{"),
         "401": lambda api, w: _post(api, w, _refunds(w), {}, token=False),
-        "403": lambda api, w: api.post(_refunds(w), {}, token=api_token_create(
-            workspace=w["workspace"], name="read only", scopes=["read"]).secret),
+        "403": lambda api, w: api.post(
+            _refunds(w), {}, token=api_token_create(workspace=w["workspace"], name="read only", scopes=["read"]).secret
+        ),
         "404": lambda api, w: _post(api, w, REFUNDS.replace("{conversion_id}", "999999999"), {}),
         "413": lambda api, w: _raw(api, w, _refunds(w), json.dumps({"pad": "x" * 70_000})),
         "415": lambda api, w: _raw(api, w, _refunds(w), "<a/>", content_type="application/xml"),
@@ -354,6 +375,7 @@ def _send(api, w, method: str, path: str, body=None, *, token=None, raw=None, **
 
 def _webhook_writes(method: str, path_of, body_of, bad_422) -> dict:
     """The statuses of PATCH /webhooks/{id} and POST /webhooks/{id}/rotate-secret."""
+
     def call(api, w, **kwargs):
         return _send(api, w, method, path_of(w), body_of(w), **kwargs)
 
@@ -390,42 +412,46 @@ def _webhook_reads(method: str, path_of, ok: str, limit: str) -> dict:
     }
 
 
-SCENARIOS.update({
-    (WEBHOOKS, "get"): {
-        **_webhook_reads("GET", lambda w: WEBHOOKS, "200", "RATELIMIT_READ_TOKEN"),
-        "500": ("webhooks.api.endpoint_out", None),
-        "503": ("webhooks.api.endpoint_out", None, OperationalError),
-    },
-    (WEBHOOKS, "post"): {
-        "201": lambda api, w: _post(api, w, WEBHOOKS, _hook(w)),
-        **_common(WEBHOOKS, _hook, lambda w: {**_hook(w), "event_types": ["sale.deleted"]}),
-        "429": _twice("RATELIMIT_WEBHOOKS_TOKEN", WEBHOOKS, _hook),
-        "500": ("webhooks.api.endpoint_create", _hook),
-        "503": ("webhooks.api.endpoint_create", _hook, OperationalError),
-    },
-    (WEBHOOK, "get"): {
-        **_webhook_reads("GET", _webhook_path, "200", "RATELIMIT_READ_TOKEN"),
-        "404": lambda api, w: _send(api, w, "GET", WEBHOOK.replace("{id}", "0")),
-        "500": ("webhooks.api.endpoint_out", None),
-        "503": ("webhooks.api.endpoint_out", None, OperationalError),
-    },
-    (WEBHOOK, "patch"): {
-        **_webhook_writes("PATCH", _webhook_path, lambda w: {"description": "CRM"}, {"enabled": "yes"}),
-        "500": ("webhooks.api.endpoint_update", lambda w: {"description": "CRM"}),
-        "503": ("webhooks.api.endpoint_update", lambda w: {"description": "CRM"}, OperationalError),
-    },
-    (WEBHOOK, "delete"): {
-        **_webhook_reads("DELETE", _webhook_path, "204", "RATELIMIT_WEBHOOKS_TOKEN"),
-        "404": lambda api, w: _send(api, w, "DELETE", WEBHOOK.replace("{id}", "0")),
-        "500": ("webhooks.api.endpoint_delete", None),
-        "503": ("webhooks.api.endpoint_delete", None, OperationalError),
-    },
-    (ROTATE, "post"): {
-        **_webhook_writes("POST", lambda w: _webhook_path(w, ROTATE), lambda w: {}, {"overlap_hours": 99}),
-        "500": ("webhooks.api.endpoint_secret_rotate", lambda w: {}),
-        "503": ("webhooks.api.endpoint_secret_rotate", lambda w: {}, OperationalError),
-    },
-})
+SCENARIOS.update(
+    {
+        (WEBHOOKS, "get"): {
+            **_webhook_reads("GET", lambda w: WEBHOOKS, "200", "RATELIMIT_READ_TOKEN"),
+            "500": ("webhooks.api.endpoint_out", None),
+            "503": ("webhooks.api.endpoint_out", None, OperationalError),
+        },
+        (WEBHOOKS, "post"): {
+            "201": lambda api, w: _post(api, w, WEBHOOKS, _hook(w)),
+            **_common(WEBHOOKS, _hook, lambda w: {**_hook(w), "event_types": ["sale.deleted"]}),
+            "429": _twice("RATELIMIT_WEBHOOKS_TOKEN", WEBHOOKS, _hook),
+            "500": ("webhooks.api.endpoint_create", _hook),
+            "503": ("webhooks.api.endpoint_create", _hook, OperationalError),
+        },
+        (WEBHOOK, "get"): {
+            **_webhook_reads("GET", _webhook_path, "200", "RATELIMIT_READ_TOKEN"),
+            "404": lambda api, w: _send(api, w, "GET", WEBHOOK.replace("{id}", "0")),
+            "500": ("webhooks.api.endpoint_out", None),
+            "503": ("webhooks.api.endpoint_out", None, OperationalError),
+        },
+        (WEBHOOK, "patch"): {
+            **_webhook_writes("PATCH", _webhook_path, lambda w: {"description": "CRM"}, {"enabled": "yes"}),
+            "500": ("webhooks.api.endpoint_update", lambda w: {"description": "CRM"}),
+            "503": ("webhooks.api.endpoint_update", lambda w: {"description": "CRM"}, OperationalError),
+        },
+        (WEBHOOK, "delete"): {
+            **_webhook_reads("DELETE", _webhook_path, "204", "RATELIMIT_WEBHOOKS_TOKEN"),
+            "404": lambda api, w: _send(api, w, "DELETE", WEBHOOK.replace("{id}", "0")),
+            "500": ("webhooks.api.endpoint_delete", None),
+            "503": ("webhooks.api.endpoint_delete", None, OperationalError),
+        },
+        (ROTATE, "post"): {
+            **_webhook_writes("POST", lambda w: _webhook_path(w, ROTATE), lambda w: {}, {"overlap_hours": 99}),
+            "500": ("webhooks.api.endpoint_secret_rotate", lambda w: {}),
+            "503": ("webhooks.api.endpoint_secret_rotate", lambda w: {}, OperationalError),
+        },
+    }
+)
+
+
 def _refunds(w) -> str:
     return REFUNDS.replace("{conversion_id}", str(w["sale"].pk))
 
@@ -443,7 +469,9 @@ def _options_twice(api):
 
 
 def as_schemathesis_response(resp) -> schemathesis.Response:
-    request = requests.Request(resp.request["REQUEST_METHOD"], "http://testserver" + resp.request["PATH_INFO"]).prepare()
+    request = requests.Request(
+        resp.request["REQUEST_METHOD"], "http://testserver" + resp.request["PATH_INFO"]
+    ).prepare()
     return schemathesis.Response(
         status_code=resp.status_code,
         headers={name.lower(): [value] for name, value in resp.headers.items()},
@@ -465,7 +493,8 @@ def test_scenarios_cover_every_documented_status():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    "operation,status", [(op, status) for op, statuses in SCENARIOS.items() for status in statuses],
+    ("operation", "status"),
+    [(op, status) for op, statuses in SCENARIOS.items() for status in statuses],
     ids=lambda value: value if isinstance(value, str) else f"{value[1].upper()} {value[0]}",
 )
 def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, operation, status):
@@ -486,8 +515,12 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
             target_path = path.replace("{id}", str(world["enrolled"].customer_id)).replace("{slug}", "spring")
             resp = api.get(target_path, token=world["token"])
         else:
-            resp = _post(api, world, path.replace("{slug}", "spring").replace("{conversion_id}", str(world["sale"].pk)),
-                         body_of(world))
+            resp = _post(
+                api,
+                world,
+                path.replace("{slug}", "spring").replace("{conversion_id}", str(world["sale"].pk)),
+                body_of(world),
+            )
     else:
         resp = scenario(api, world)
     assert str(resp.status_code) == status, resp.content
@@ -497,12 +530,24 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
 
 
 def assert_conforms(openapi, path: str, method: str, resp) -> None:
-    parameters = ({"slug": "spring"} if "{slug}" in path else {"id": "1"} if "{id}" in path
-                  else {"conversion_id": "1"} if "{conversion_id}" in path else None)
+    parameters = (
+        {"slug": "spring"}
+        if "{slug}" in path
+        else {"id": "1"}
+        if "{id}" in path
+        else {"conversion_id": "1"}
+        if "{conversion_id}" in path
+        else None
+    )
     case = openapi[path][method.upper()].Case(path_parameters=parameters)
     case.validate_response(
         as_schemathesis_response(resp),
-        checks=[status_code_conformance, content_type_conformance, response_headers_conformance, response_schema_conformance],
+        checks=[
+            status_code_conformance,
+            content_type_conformance,
+            response_headers_conformance,
+            response_schema_conformance,
+        ],
     )
 
 

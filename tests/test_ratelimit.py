@@ -1,4 +1,5 @@
 """lftrack.ratelimit: the client address behind N trusted proxies, and the counters on the cache."""
+
 import runpy
 import socket
 import time
@@ -26,7 +27,7 @@ def request(remote="192.0.2.10", forwarded=None):
 
 
 @pytest.mark.parametrize(
-    "proxies, remote, forwarded, expected",
+    ("proxies", "remote", "forwarded", "expected"),
     [
         # No proxy: the socket's address, whatever the client claims.
         (0, "203.0.113.5", None, "203.0.113.5"),
@@ -65,16 +66,19 @@ def test_limits_count_per_key_and_report_what_is_left():
     assert limits_enforce(request("198.51.100.2"), LIMITS) == (2, 1)
 
 
-@pytest.mark.parametrize("address, key", [
-    ("203.0.113.5", "203.0.113.5"),
-    ("2001:db8:1:2::1", "2001:db8:1:2::"),
-    ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::"),
-    ("2001:0DB8:0001:0002:0:0:0:7", "2001:db8:1:2::"),
-    ("fe80::1%eth0", "fe80::"),
-    ("::ffff:198.51.100.4", "198.51.100.4"),  # a dual-stack socket's IPv4 client
-    ("not an address", "not an address"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("203.0.113.5", "203.0.113.5"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::"),
+        ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::"),
+        ("2001:0DB8:0001:0002:0:0:0:7", "2001:db8:1:2::"),
+        ("fe80::1%eth0", "fe80::"),
+        ("::ffff:198.51.100.4", "198.51.100.4"),  # a dual-stack socket's IPv4 client
+        ("not an address", "not an address"),
+        ("", ""),
+    ],
+)
 def test_an_ipv6_client_is_keyed_by_its_64(address, key):
     assert address_key(address) == key
 
@@ -111,7 +115,9 @@ def test_a_changed_rate_starts_its_own_count():
         assert limits_enforce(request("198.51.100.4"), LIMITS) == (5, 4)
 
 
-@pytest.mark.parametrize("rate, parsed", [("600/m", (600, 60)), ("1/s", (1, 1)), ("100/5m", (100, 300)), ("7/d", (7, 86400))])
+@pytest.mark.parametrize(
+    ("rate", "parsed"), [("600/m", (600, 60)), ("1/s", (1, 1)), ("100/5m", (100, 300)), ("7/d", (7, 86400))]
+)
 def test_rates_parse(rate, parsed):
     assert rate_parse(rate) == parsed
 

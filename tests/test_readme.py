@@ -1,6 +1,7 @@
 """The README's ```console blocks, run top to bottom on a fresh database: each command works as written
 and prints what the README shows (`...` stands for any text: secrets, times). Its curl examples, run in
 order against a server with `make run`'s demo data: each answers the status and JSON shape it shows."""
+
 import io
 import itertools
 import json
@@ -51,7 +52,11 @@ def test_the_readme_commands_run_in_order_and_print_what_it_shows():
     for command, expected in steps:
         result = subprocess.run(
             ["sh", "-c", command.replace(".venv/bin/python", sys.executable)],
-            cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60,
+            cwd=BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert result.returncode == 0, f"$ {command}\n{result.stderr}"
         assert shows(expected, result.stdout), f"$ {command}\nprinted:\n{result.stdout}\nREADME shows:\n{expected}"
@@ -62,7 +67,8 @@ def test_the_readme_commands_run_in_order_and_print_what_it_shows():
 EXAMPLE_FILES = ["README.md"]
 # The settings `make run` serves with (the Makefile's DEV): what the examples are written against.
 MAKE_RUN_ENV = dict(
-    setting.split("=", 1) for setting in re.search(r"^DEV := (.*)$", (BASE_DIR / "Makefile").read_text(), re.M)[1].split()
+    setting.split("=", 1)
+    for setting in re.search(r"^DEV := (.*)$", (BASE_DIR / "Makefile").read_text(), re.M)[1].split()
 )
 README_BASE = "http://127.0.0.1:8000/"
 # <token>, <tracking_key> and <key> are what `make run` prints; <click_id> is the lf_cid of the
@@ -86,10 +92,13 @@ def code_blocks(markdown: str) -> list[tuple[int, list[str]]]:
         start = i
         if lines[i].startswith("```"):
             end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
-            blocks.append((start + 2, lines[i + 1:end]))
+            blocks.append((start + 2, lines[i + 1 : end]))
             i = end + 1
         elif lines[i].startswith("    ") and (i == 0 or not lines[i - 1].strip()):
-            while i < len(lines) and (lines[i].startswith("    ") or (not lines[i].strip() and lines[i + 1:i + 2] and lines[i + 1].startswith("    "))):
+            while i < len(lines) and (
+                lines[i].startswith("    ")
+                or (not lines[i].strip() and lines[i + 1 : i + 2] and lines[i + 1].startswith("    "))
+            ):
                 i += 1
             blocks.append((start + 1, [line[4:] for line in lines[start:i]]))
         else:
@@ -104,11 +113,13 @@ def curl_examples(markdown: str, name: str) -> list[Example]:
         if block and block[0].startswith("curl "):
             shown_from = next((i for i, line in enumerate(block) if line.startswith("#")), len(block))
             shown = itertools.takewhile(lambda line: line.startswith("#"), block[shown_from:])
-            examples.append(Example(
-                source=f"{name}:{number}",
-                command="\n".join(block[:shown_from]).strip(),
-                shown=" ".join(line.lstrip("#").strip() for line in shown),
-            ))
+            examples.append(
+                Example(
+                    source=f"{name}:{number}",
+                    command="\n".join(block[:shown_from]).strip(),
+                    shown=" ".join(line.lstrip("#").strip() for line in shown),
+                )
+            )
     return examples
 
 
@@ -117,7 +128,9 @@ def fits(shown, actual) -> bool:
     moment for a time shown), numbers for numbers, and lists item by item; `[x, ...]`: the first item as
     x, the others with x's keys and types."""
     if isinstance(shown, dict):
-        return isinstance(actual, dict) and shown.keys() == actual.keys() and all(fits(shown[k], actual[k]) for k in shown)
+        return (
+            isinstance(actual, dict) and shown.keys() == actual.keys() and all(fits(shown[k], actual[k]) for k in shown)
+        )
     if isinstance(shown, list):
         if not isinstance(actual, list):
             return False
@@ -138,7 +151,11 @@ def fits(shown, actual) -> bool:
 def alike(shown, actual) -> bool:
     """The same keys and types, whatever the values (null stands for any)."""
     if isinstance(shown, dict):
-        return isinstance(actual, dict) and shown.keys() == actual.keys() and all(alike(shown[k], actual[k]) for k in shown)
+        return (
+            isinstance(actual, dict)
+            and shown.keys() == actual.keys()
+            and all(alike(shown[k], actual[k]) for k in shown)
+        )
     return shown is None or actual is None or type(shown) is type(actual)
 
 
@@ -150,7 +167,7 @@ def shown_answer(shown: str) -> tuple[int, object]:
 
 def test_curl_examples_and_shapes():
     markdown = (
-        "Text\n\n    curl -s http://x/a \\\n      -d '{\"a\":\n           1}'\n    # 201 {\"id\": 1,\n    #      \"at\": \"...\"}\n\n"
+        'Text\n\n    curl -s http://x/a \\\n      -d \'{"a":\n           1}\'\n    # 201 {"id": 1,\n    #      "at": "..."}\n\n'
         "    .venv/bin/python manage.py x\n\n```\ncurl -si http://x/b | grep -i location\n# location: http://x/<click_id>\n```\n"
     )
     assert curl_examples(markdown, "m.md") == [
@@ -160,7 +177,10 @@ def test_curl_examples_and_shapes():
     status, body = shown_answer('200 {"data": [{"day": "2026-11-01", "revenue": []}, ...], "next": null}')
     assert status == 200
     assert not fits(body, {"data": [{"day": "2026-11-25", "revenue": [{"x": 1}]}], "next": None})  # [] is no item
-    assert fits(body, {"data": [{"day": "2026-11-25", "revenue": []}, {"day": "2026-11-24", "revenue": [{"x": 1}]}], "next": None})
+    assert fits(
+        body,
+        {"data": [{"day": "2026-11-25", "revenue": []}, {"day": "2026-11-24", "revenue": [{"x": 1}]}], "next": None},
+    )
     assert not fits(body, {"data": [{"day": "2026-11-25", "revenue": [], "extra": 1}], "next": None})
     assert not fits({"totals": {"revenue_cents": 1}}, {"totals": {"revenue": []}})
     assert fits({"at": "2026-11-21T22:53:54.057780Z", "n": 7}, {"at": "2026-11-25T16:00:00Z", "n": 1})
@@ -171,7 +191,9 @@ def answer_of(example: Example, stdout: str, values: dict) -> None:
     """Check what an example printed against what it shows, learning <click_id> and <sale_id> on the way."""
     body, _, status = stdout.rpartition(STATUS) if STATUS in stdout else (stdout, "", "")
     if example.shown and not example.shown[:1].isdigit():  # a line of text (a header), not an answer
-        pattern = PLACEHOLDER.sub(lambda m: f"(?P<{m[1]}>[^&#\\s]+)", re.escape(example.shown).replace(r"\<", "<").replace(r"\>", ">"))
+        pattern = PLACEHOLDER.sub(
+            lambda m: f"(?P<{m[1]}>[^&#\\s]+)", re.escape(example.shown).replace(r"\<", "<").replace(r"\>", ">")
+        )
         match = re.search(pattern, body, re.I)
         assert match, f"{example.source}: printed\n{body}\nshows\n{example.shown}"
         values.update(match.groupdict())
@@ -198,7 +220,9 @@ def test_the_api_examples_answer_what_they_show(tmp_path):
     values = {"token": demo["token"], "tracking_key": demo["tracking_key"], "key": demo["link"]["key"]}
     # curl reads $CURL_HOME/.curlrc: each answer ends with its status, except where a pipe reads the answer.
     (tmp_path / "status").mkdir()
-    (tmp_path / "status" / ".curlrc").write_text(f'write-out = "{STATUS.encode("unicode_escape").decode()}%{{http_code}}"\n')
+    (tmp_path / "status" / ".curlrc").write_text(
+        f'write-out = "{STATUS.encode("unicode_escape").decode()}%{{http_code}}"\n'
+    )
     with running_gunicorn(database=database_url(), **MAKE_RUN_ENV) as (base, _):
         for example in examples:
             missing = {m[1] for m in PLACEHOLDER.finditer(example.command)} - values.keys()
@@ -206,8 +230,11 @@ def test_the_api_examples_answer_what_they_show(tmp_path):
             command = PLACEHOLDER.sub(lambda m: values[m[1]], example.command).replace(README_BASE, base + "/")
             piped = "|" in command
             result = subprocess.run(
-                ["bash", "-o", "pipefail", "-c", command], env={**os.environ, "CURL_HOME": str(tmp_path / ("" if piped else "status"))},
-                capture_output=True, text=True, timeout=30,
+                ["bash", "-o", "pipefail", "-c", command],
+                env={**os.environ, "CURL_HOME": str(tmp_path / ("" if piped else "status"))},
+                capture_output=True,
+                text=True,
+                timeout=30,
             )
             assert result.returncode == 0 and result.stdout.strip(), f"{example.source}: {command}\n{result.stderr}"
             if piped and not example.shown:
@@ -223,7 +250,7 @@ def test_the_worker_runs_every_periodic_job_and_the_deployment_doc_asks_for_no_c
     app.perform_import_paths()
     periodic = {task.task.name for task in app.periodic_registry.periodic_tasks.values()}
     readme = (BASE_DIR / "README.md").read_text()
-    table = readme[readme.index("| job (on the task engine, procrastinate) |"):].split("\n\n", 1)[0]
+    table = readme[readme.index("| job (on the task engine, procrastinate) |") :].split("\n\n", 1)[0]
     assert periodic and periodic <= set(re.findall(r"`([\w.]+)`", table))
     deployment = (BASE_DIR / "docs" / "deployment.md").read_text()
     cron = [line for line in deployment.splitlines() if re.search(r"\bcron\b", line, re.I)]

@@ -1,4 +1,5 @@
 """Schema-driven fuzzing: schemathesis against the WSGI application, every v1 operation, real credentials and data."""
+
 import json
 import os
 
@@ -83,9 +84,17 @@ SEEDED: dict = {}
 @pytest.fixture
 def world(db, settings, acme, globex, public_dns):
     """acme with a token, the shop origin, clicks and a campaign, so that valid requests succeed."""
-    for name in ("RATELIMIT_CONVERSIONS_TOKEN", "RATELIMIT_CONVERSIONS_IP", "RATELIMIT_CAMPAIGN_LEADS_TOKEN",
-                 "RATELIMIT_BROWSER_IP", "RATELIMIT_BROWSER_KEY", "RATELIMIT_WEBHOOKS_TOKEN", "RATELIMIT_READ_TOKEN",
-                 "RATELIMIT_READ_IP", "RATELIMIT_WEBHOOKS_IP"):
+    for name in (
+        "RATELIMIT_CONVERSIONS_TOKEN",
+        "RATELIMIT_CONVERSIONS_IP",
+        "RATELIMIT_CAMPAIGN_LEADS_TOKEN",
+        "RATELIMIT_BROWSER_IP",
+        "RATELIMIT_BROWSER_KEY",
+        "RATELIMIT_WEBHOOKS_TOKEN",
+        "RATELIMIT_READ_TOKEN",
+        "RATELIMIT_READ_IP",
+        "RATELIMIT_WEBHOOKS_IP",
+    ):
         setattr(settings, name, NO_LIMITS)  # fuzzing sends far more than a minute's allowance
     settings.ALLOWED_HOSTS = ["localhost"]
     cache.clear()

@@ -1,4 +1,5 @@
 """App config for webhooks."""
+
 from django.apps import AppConfig
 
 

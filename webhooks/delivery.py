@@ -7,6 +7,7 @@ its streak: WEBHOOK_FAILURES_TO_DISABLE failures in a row, or failing for the wh
 it and its owners get an email. The event keeps its `webhook-id` across attempts and replays, so a
 receiver de-duplicates by it (deliveries are at least once: docs/webhooks.md).
 """
+
 import json
 import logging
 import random
@@ -59,7 +60,9 @@ def signature_headers(endpoint: Endpoint, *, msg_id: str, at: datetime, body: by
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": " ".join(Webhook(secret).sign(msg_id=msg_id, timestamp=at, data=text) for secret in secrets),
+        "webhook-signature": " ".join(
+            Webhook(secret).sign(msg_id=msg_id, timestamp=at, data=text) for secret in secrets
+        ),
         "Content-Type": "application/json",
         "User-Agent": "lftrack-webhooks/1",
     }
@@ -127,7 +130,9 @@ def delivery_record(delivery: Delivery, answer: network.Answer, *, started: date
     now = timezone.now()
     retry_at = _attempt_log(delivery, answer, started=started, now=now)
     Delivery.objects.filter(pk=delivery.pk).update(
-        state=_state(answer, retry_at), attempts=delivery.attempts + 1, last_attempt_at=now,
+        state=_state(answer, retry_at),
+        attempts=delivery.attempts + 1,
+        last_attempt_at=now,
         delivered_at=now if _ok(answer) else None,
     )
     if _ok(answer):
@@ -145,17 +150,25 @@ def _state(answer: network.Answer, retry_at: datetime | None) -> str:
     return State.DELIVERED if _ok(answer) else State.PENDING if retry_at else State.FAILED
 
 
-def _attempt_log(delivery: Delivery, answer: network.Answer, *, started: datetime, now: datetime,
-                 save: bool = True) -> datetime | None:
+def _attempt_log(
+    delivery: Delivery, answer: network.Answer, *, started: datetime, now: datetime, save: bool = True
+) -> datetime | None:
     """The attempt's row in the log (saved, or left to the caller's bulk insert: `delivery._attempt`) and
     its warning line if it failed; when to retry, if at all."""
     ok = _ok(answer)
     retryable = answer.status is None or answer.status == 429 or answer.status >= 500
     number = delivery.attempts + 1
     delivery._attempt = Attempt(
-        workspace_id=delivery.workspace_id, delivery=delivery, endpoint_id=delivery.endpoint_id, number=number,
-        started_at=started, status_code=answer.status, duration_ms=answer.duration_ms,
-        response_excerpt=answer.excerpt, error=answer.error, ok=ok,
+        workspace_id=delivery.workspace_id,
+        delivery=delivery,
+        endpoint_id=delivery.endpoint_id,
+        number=number,
+        started_at=started,
+        status_code=answer.status,
+        duration_ms=answer.duration_ms,
+        response_excerpt=answer.excerpt,
+        error=answer.error,
+        ok=ok,
     )
     if save:
         delivery._attempt.save()
@@ -164,11 +177,18 @@ def _attempt_log(delivery: Delivery, answer: network.Answer, *, started: datetim
         retry_at = now + delay
     if not ok:
         # One line per failed attempt: ids, status and error only (never the URL, body or secret).
-        logger.warning("webhook attempt failed", extra={
-            "endpoint_id": delivery.endpoint_id, "delivery_id": delivery.pk, "event_type": delivery.event.type,
-            "attempt": number, "status": answer.status, "error": answer.error,
-            "retry_at": iso_utc(retry_at) if retry_at else None,
-        })
+        logger.warning(
+            "webhook attempt failed",
+            extra={
+                "endpoint_id": delivery.endpoint_id,
+                "delivery_id": delivery.pk,
+                "event_type": delivery.event.type,
+                "attempt": number,
+                "status": answer.status,
+                "error": answer.error,
+                "retry_at": iso_utc(retry_at) if retry_at else None,
+            },
+        )
     return retry_at
 
 
@@ -210,16 +230,27 @@ def _batch_send(endpoint: Endpoint, delivery_ids: list[int]) -> int:
     endpoint_id = endpoint.pk
     deliveries = list(
         Delivery.objects.select_related("event")
-        .filter(pk__in=delivery_ids, endpoint_id=endpoint_id, state=State.PENDING).order_by("pk")
+        .filter(pk__in=delivery_ids, endpoint_id=endpoint_id, state=State.PENDING)
+        .order_by("pk")
     )
     customers = {d.event.customer_id for d in deliveries} - {None}
     # The earliest delivery still pending outside the batch, per customer (before the batch's last).
-    earlier = dict(
-        Delivery.objects.filter(endpoint_id=endpoint_id, state=State.PENDING, event__customer_id__in=customers,
-                                pk__lt=deliveries[-1].pk if deliveries else 0)
-        .exclude(pk__in=delivery_ids).values("event__customer_id")
-        .annotate(first=models.Min("pk")).values_list("event__customer_id", "first")
-    ) if customers else {}
+    earlier = (
+        dict(
+            Delivery.objects.filter(
+                endpoint_id=endpoint_id,
+                state=State.PENDING,
+                event__customer_id__in=customers,
+                pk__lt=deliveries[-1].pk if deliveries else 0,
+            )
+            .exclude(pk__in=delivery_ids)
+            .values("event__customer_id")
+            .annotate(first=models.Min("pk"))
+            .values_list("event__customer_id", "first")
+        )
+        if customers
+        else {}
+    )
     lanes: list[list[tuple[Delivery, bytes]]] = [[] for _ in range(BATCH_LANES)]
     behind: list[Delivery] = []
     for n, delivery in enumerate(deliveries):
@@ -227,7 +258,9 @@ def _batch_send(endpoint: Endpoint, delivery_ids: list[int]) -> int:
         if customer is not None and earlier.get(customer, delivery.pk) < delivery.pk:
             behind.append(delivery)
         else:  # the body is built here: an event kept without its object (older code) reads the database
-            lanes[(customer if customer is not None else n) % BATCH_LANES].append((delivery, event_body(delivery.event)))
+            lanes[(customer if customer is not None else n) % BATCH_LANES].append(
+                (delivery, event_body(delivery.event))
+            )
     sent: list[tuple[Delivery, network.Answer, datetime]] = []
     lock = threading.Lock()
     streak = [endpoint.failures_in_row]
@@ -238,8 +271,11 @@ def _batch_send(endpoint: Endpoint, delivery_ids: list[int]) -> int:
         for delivery, body in lane:
             customer = delivery.event.customer_id
             with lock:
-                if (customer in held or streak[0] >= settings.WEBHOOK_FAILURES_TO_DISABLE
-                        or time.monotonic() >= deadline):
+                if (
+                    customer in held
+                    or streak[0] >= settings.WEBHOOK_FAILURES_TO_DISABLE
+                    or time.monotonic() >= deadline
+                ):
                     behind.append(delivery)
                     continue
             started = timezone.now()
@@ -266,8 +302,9 @@ def _batch_send(endpoint: Endpoint, delivery_ids: list[int]) -> int:
 
 
 @transaction.atomic
-def _batch_record(endpoint_id: int, sent: list[tuple[Delivery, network.Answer, datetime]],
-                  behind: list[Delivery]) -> None:
+def _batch_record(
+    endpoint_id: int, sent: list[tuple[Delivery, network.Answer, datetime]], behind: list[Delivery]
+) -> None:
     """The batch's attempts in the log, its deliveries moved on (a statement per outcome), the endpoint's
     streak (cleared by the last success, then counting the failures after it), and the jobs of the
     retries and of the deliveries left behind, in delivery order."""
@@ -347,5 +384,7 @@ def owners_notify(endpoint_id: int) -> int:
     try:
         return send_mail(f"Webhook endpoint disabled: {endpoint.url}"[:200], body, None, emails)
     except Exception as exc:  # the endpoint stays disabled; the page says so
-        logger.warning("webhook disable email not sent", extra={"endpoint_id": endpoint_id, "error": type(exc).__name__})
+        logger.warning(
+            "webhook disable email not sent", extra={"endpoint_id": endpoint_id, "error": type(exc).__name__}
+        )
         return 0

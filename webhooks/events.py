@@ -9,7 +9,10 @@ EVENT_TYPES: dict[str, tuple[str, str]] = {
     "click.created": ("click", "A click on a tracked link (opt-in: one event per click)."),
     "lead.created": ("conversion", "A lead was recorded (API, pixel)."),
     "sale.created": ("conversion", "A sale was recorded."),
-    "sale.refunded": ("conversion", "A sale was refunded, in part or in full (the sale with its refunded and net amounts)."),
+    "sale.refunded": (
+        "conversion",
+        "A sale was refunded, in part or in full (the sale with its refunded and net amounts).",
+    ),
     "customer.created": ("customer", "A customer (contact) was created."),
     "customer.external_id_moved": ("external_id_move", "An external id moved from one customer to another."),
     "enrollment.created": ("enrollment", "A contact was enrolled in a campaign (a pixel enrollment once confirmed)."),
@@ -24,7 +27,11 @@ EVENT_TYPES: dict[str, tuple[str, str]] = {
 # Sent by "Send test event" to one endpoint only; nobody subscribes to it.
 TEST_EVENT = "webhook.test"
 
-SUPPRESSION_EVENTS = {"unsubscribed": "contact.unsubscribed", "bounced": "contact.bounced", "complained": "contact.complained"}
+SUPPRESSION_EVENTS = {
+    "unsubscribed": "contact.unsubscribed",
+    "bounced": "contact.bounced",
+    "complained": "contact.complained",
+}
 
 
 def event_kind(event_type: str) -> str:

@@ -1,4 +1,5 @@
 """Endpoint, Event (the outbox), Delivery (an event owed to an endpoint) and Attempt (the delivery log)."""
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.functions import RandomUUID
 from django.db import models
@@ -66,17 +67,18 @@ class Event(models.Model):
             models.Index(fields=["workspace", "-id"], name="webhooks_event_recent"),
             # Events committed but not dispatched, per workspace: a workspace's dispatch job takes its own in
             # order without reading past another's backlog; the sweeper finds the workspaces with old ones.
-            models.Index(fields=["workspace", "id"], condition=Q(dispatched_at__isnull=True),
-                         name="webhooks_event_undispatched"),
+            models.Index(
+                fields=["workspace", "id"], condition=Q(dispatched_at__isnull=True), name="webhooks_event_undispatched"
+            ),
             models.Index(fields=["created_at"], name="webhooks_event_age"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.public_id}"
 
     @property
     def public_id(self) -> str:
         return f"evt_{self.uid.hex}"
-
-    def __str__(self) -> str:
-        return f"{self.type} {self.public_id}"
 
 
 class Delivery(models.Model):
@@ -101,7 +103,9 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         constraints = [
             models.UniqueConstraint(fields=["event", "endpoint"], name="webhooks_delivery_one_per_endpoint"),
-            models.CheckConstraint(condition=Q(state__in=["pending", "delivered", "failed"]), name="webhooks_delivery_state_valid"),
+            models.CheckConstraint(
+                condition=Q(state__in=["pending", "delivered", "failed"]), name="webhooks_delivery_state_valid"
+            ),
         ]
         indexes = [
             models.Index(fields=["endpoint", "state"], name="webhooks_delivery_by_endpoint"),

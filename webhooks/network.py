@@ -13,6 +13,8 @@ Each delivery resolves the host again and connects to the address it checked, wi
 host name, so a DNS answer that changes between the check and the connection (rebinding) cannot redirect it.
 Redirects are not followed, and the whole exchange (connect, TLS, request, answer) has 5 s.
 """
+
+import contextlib
 import csv
 import ipaddress
 import socket
@@ -85,7 +87,11 @@ def url_check(url: str) -> str:
     parts = urlsplit(url)
     # urlsplit drops tabs and line breaks silently; a URL carrying them (or spaces, or other control
     # characters) is refused rather than stored as something else than what is sent to.
-    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() or not c.isprintable() for c in url):
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or any(c.isspace() or not c.isprintable() for c in url)
+    ):
         raise Unprocessable("url must be an absolute https URL")
     if parts.scheme != "https" and not settings.DEBUG:
         raise Unprocessable("url must be https")
@@ -151,8 +157,13 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
     try:
         try:
             # parse_url percent-encodes what a request line cannot carry (urllib3's pools do the same).
-            conn.request("POST", urllib3.util.parse_url(url).request_uri, body=body,
-                         headers={**headers, "Host": parts.netloc}, preload_content=False)
+            conn.request(
+                "POST",
+                urllib3.util.parse_url(url).request_uri,
+                body=body,
+                headers={**headers, "Host": parts.netloc},
+                preload_content=False,
+            )
             response = conn.getresponse()
         except (urllib3.exceptions.HTTPError, HTTPException, OSError, ValueError) as exc:
             return Answer(status=None, duration_ms=_ms(started), error="timeout" if cut.is_set() else _describe(exc))
@@ -167,10 +178,8 @@ def _cut(conn: HTTPConnection, cut: threading.Event) -> None:
     cut.set()  # before the shutdown, which the blocked thread sees at once as a closed connection
     sock = conn.sock
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked on it; close() would not
-        except OSError:
-            pass
 
 
 def _read(response) -> bytes:

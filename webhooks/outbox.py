@@ -17,6 +17,7 @@ The redirect, a conversion and a new customer write their event (`click.created`
 writes in autocommit: a process that dies between the two leaves the event undispatched, and the
 periodic sweeper (`events_dispatch_pending`) dispatches it.
 """
+
 import json
 import logging
 from datetime import datetime, timedelta
@@ -61,8 +62,15 @@ def wanted_sql(*, workspace: str, event_type: str, test: str) -> str:
 
 
 def emitted_sql(
-    *, rows: str | None, workspace: str, event_type: str, test: str, subject: str, customer: str = "NULL",
-    detail: str = "'{}'", created_at: str = "now()",
+    *,
+    rows: str | None,
+    workspace: str,
+    event_type: str,
+    test: str,
+    subject: str,
+    customer: str = "NULL",
+    detail: str = "'{}'",
+    created_at: str = "now()",
 ) -> str:
     """An INSERT of an event for each row of `rows` (a CTE of the caller's statement; None: one event, from
     parameters) that some endpoint wants, RETURNING the event's id and workspace id. A statement that writes
@@ -77,8 +85,13 @@ def emitted_sql(
 
 
 _EMIT_SQL = emitted_sql(
-    rows=None, workspace="%(workspace)s::bigint", event_type="%(type)s::text", test="%(test)s::boolean",
-    subject="%(subject)s::bigint", customer="%(customer)s::bigint", detail="%(detail)s::jsonb",
+    rows=None,
+    workspace="%(workspace)s::bigint",
+    event_type="%(type)s::text",
+    test="%(test)s::boolean",
+    subject="%(subject)s::bigint",
+    customer="%(customer)s::bigint",
+    detail="%(detail)s::jsonb",
     created_at="%(now)s::timestamptz",
 )
 
@@ -134,11 +147,14 @@ def events_queue(events: list[tuple[int, int, int | None]]) -> None:
     event of the workspace committed by then, in event order, and drops the waiting jobs of the events it
     dispatched (`events_dispatch`): one job's start and finish for a burst of events, not one per event.
     An event still uncommitted when a job looks keeps its own job, so none is left behind."""
-    _jobs.batch_defer_jobs([
-        app.configure_task(DISPATCH_TASK, queue=QUEUE, lock=dispatch_lock(workspace_id))
-        .make_new_job(event_id=event_id, workspace_id=workspace_id)
-        for event_id, workspace_id, _ in events
-    ])
+    _jobs.batch_defer_jobs(
+        [
+            app.configure_task(DISPATCH_TASK, queue=QUEUE, lock=dispatch_lock(workspace_id)).make_new_job(
+                event_id=event_id, workspace_id=workspace_id
+            )
+            for event_id, workspace_id, _ in events
+        ]
+    )
 
 
 def dispatch_lock(workspace_id: int) -> str:
@@ -164,8 +180,12 @@ _STALE_WORKSPACES_SQL = f"""
 
 
 def events_dispatch(
-    *, workspace_id: int | None = None, event_ids: list[int] | None = None, before: datetime | None = None,
-    limit: int = 500, poisoned: set[int] | None = None,
+    *,
+    workspace_id: int | None = None,
+    event_ids: list[int] | None = None,
+    before: datetime | None = None,
+    limit: int = 500,
+    poisoned: set[int] | None = None,
 ) -> int:
     """Create the deliveries of undispatched events (these, the workspace's, those created before `before`),
     queue their sending, and drop the dispatch jobs still waiting for them; returns how many events were
@@ -199,10 +219,15 @@ def events_dispatch(
                 raise
             except Exception as exc:
                 poisoned.add(event.pk)
-                logger.warning("webhook event not dispatched", extra={
-                    "event_id": event.pk, "workspace_id": event.workspace_id, "event_type": event.type,
-                    "error": type(exc).__name__,
-                })
+                logger.warning(
+                    "webhook event not dispatched",
+                    extra={
+                        "event_id": event.pk,
+                        "workspace_id": event.workspace_id,
+                        "event_type": event.type,
+                        "error": type(exc).__name__,
+                    },
+                )
                 continue
             built.append(event)
         if not built:
@@ -227,11 +252,14 @@ def events_dispatch(
         for delivery_id, endpoint_id in rows:
             batches.setdefault(endpoint_id, []).append(delivery_id)
         if batches:
-            _jobs.batch_defer_jobs([
-                app.configure_task(DELIVER_BATCH_TASK, queue=QUEUE, lock=f"webhooks:{endpoint_id}")
-                .make_new_job(endpoint_id=endpoint_id, delivery_ids=delivery_ids)
-                for endpoint_id, delivery_ids in batches.items()
-            ])
+            _jobs.batch_defer_jobs(
+                [
+                    app.configure_task(DELIVER_BATCH_TASK, queue=QUEUE, lock=f"webhooks:{endpoint_id}").make_new_job(
+                        endpoint_id=endpoint_id, delivery_ids=delivery_ids
+                    )
+                    for endpoint_id, delivery_ids in batches.items()
+                ]
+            )
     return len(ids)
 
 
@@ -268,9 +296,9 @@ def deliveries_queue(deliveries: list[tuple[int, int, int | None]], *, at: dict[
         return
     at = at or {}
     jobs = [
-        app.configure_task(DELIVER_TASK, queue=QUEUE, lock=delivery_lock(endpoint_id, customer_id),
-                           schedule_at=at.get(delivery_id))
-        .make_new_job(delivery_id=delivery_id)
+        app.configure_task(
+            DELIVER_TASK, queue=QUEUE, lock=delivery_lock(endpoint_id, customer_id), schedule_at=at.get(delivery_id)
+        ).make_new_job(delivery_id=delivery_id)
         for delivery_id, endpoint_id, customer_id in deliveries
     ]
     _jobs.batch_defer_jobs(jobs)

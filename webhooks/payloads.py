@@ -7,6 +7,7 @@ and answers the object as the read API shows it now, or None when the object is 
 imported on first use: a web process that never dispatches an event does not load the read API's
 modules at start (half a second of every gunicorn worker's boot).
 """
+
 from collections.abc import Callable
 
 from django.utils.module_loading import import_string

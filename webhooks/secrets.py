@@ -5,6 +5,7 @@ are. It is stored encrypted (Fernet: AES-128-CBC with an HMAC) under a key deriv
 and each of SECRET_KEY_FALLBACKS can still decrypt, so rotating SECRET_KEY the Django way keeps every
 endpoint working. A copy of the database alone (a backup, a replica) yields no usable secret.
 """
+
 import base64
 import hashlib
 import secrets

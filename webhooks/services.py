@@ -1,4 +1,5 @@
 """Webhook endpoints (create, change, rotate the secret, re-enable, delete), replays and test events."""
+
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -45,7 +46,12 @@ def _url_check(url: str) -> str:
 
 @transaction.atomic
 def endpoint_create(
-    *, workspace: Workspace, url: str, event_types: list[str], description: str = "", enabled: bool = True,
+    *,
+    workspace: Workspace,
+    url: str,
+    event_types: list[str],
+    description: str = "",
+    enabled: bool = True,
     test: bool = False,
 ) -> Issued:
     """A new endpoint with a new secret, shown once. At most WEBHOOK_ENDPOINTS_PER_WORKSPACE per workspace
@@ -60,16 +66,25 @@ def endpoint_create(
         raise Unprocessable(f"a workspace has at most {settings.WEBHOOK_ENDPOINTS_PER_WORKSPACE} webhook endpoints")
     secret = secret_new()
     endpoint = Endpoint.objects.create(
-        workspace=workspace, url=url, event_types=event_types, description=description, enabled=enabled,
-        test=test, secret=secret_seal(secret),
+        workspace=workspace,
+        url=url,
+        event_types=event_types,
+        description=description,
+        enabled=enabled,
+        test=test,
+        secret=secret_seal(secret),
     )
     return Issued(endpoint, secret)
 
 
 @transaction.atomic
 def endpoint_update(
-    *, endpoint: Endpoint, url: str | None = None, event_types: list[str] | None = None,
-    description: str | None = None, enabled: bool | None = None,
+    *,
+    endpoint: Endpoint,
+    url: str | None = None,
+    event_types: list[str] | None = None,
+    description: str | None = None,
+    enabled: bool | None = None,
 ) -> Endpoint:
     """Change what is given. Enabling a disabled endpoint is `endpoint_enable`."""
     endpoint = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
@@ -145,7 +160,8 @@ def event_replay(*, event: Event, endpoint: Endpoint) -> Delivery:
     if event.workspace_id != endpoint.workspace_id or event.test != endpoint.test:
         raise Unprocessable("unknown event")
     delivery, created = Delivery.objects.select_for_update().get_or_create(
-        event=event, endpoint=endpoint,
+        event=event,
+        endpoint=endpoint,
         defaults={"workspace_id": endpoint.workspace_id, "queued_at": timezone.now()},
     )
     if created or delivery.state != Delivery.State.PENDING:
@@ -159,8 +175,12 @@ def endpoint_test_send(*, endpoint: Endpoint) -> Event:
     """A `webhook.test` event to this endpoint only, whatever it subscribes to."""
     now = timezone.now()
     event = Event(
-        workspace_id=endpoint.workspace_id, type=TEST_EVENT, test=endpoint.test, subject_id=endpoint.pk,
-        created_at=now, dispatched_at=now,
+        workspace_id=endpoint.workspace_id,
+        type=TEST_EVENT,
+        test=endpoint.test,
+        subject_id=endpoint.pk,
+        created_at=now,
+        dispatched_at=now,
     )
     event.data = payload_build(event)
     event.save()

@@ -1,4 +1,5 @@
 """The webhooks' jobs on the task engine: deliveries, the outbox sweeper, stalled jobs, retention."""
+
 import logging
 import random
 import time
@@ -15,7 +16,13 @@ from procrastinate.retry import BaseRetryStrategy
 from webhooks.delivery import SlotsTaken, deliveries_send, delivery_attempt
 from webhooks.models import Event
 from webhooks.outbox import (
-    DELIVER_BATCH_TASK, DELIVER_TASK, DISPATCH_TASK, QUEUE, event_queue, events_dispatch, events_dispatch_pending,
+    DELIVER_BATCH_TASK,
+    DELIVER_TASK,
+    DISPATCH_TASK,
+    QUEUE,
+    event_queue,
+    events_dispatch,
+    events_dispatch_pending,
 )
 
 logger = logging.getLogger("lftrack.webhooks")
@@ -49,8 +56,15 @@ class DeliveryRetry(BaseRetryStrategy):
             wait = min(SLOT_WAIT_MAX_SECONDS, 2**job.attempts) * random.uniform(0.5, 1)
             return RetryDecision(retry_in={"seconds": wait})
         # One line per failure: the engine logs a retried job at INFO only, which production does not show.
-        logger.warning("webhook job failed", extra={"task": job.task_name, "job_id": job.id, "attempt": job.attempts + 1,
-                                                    "error": type(exception).__name__})
+        logger.warning(
+            "webhook job failed",
+            extra={
+                "task": job.task_name,
+                "job_id": job.id,
+                "attempt": job.attempts + 1,
+                "error": type(exception).__name__,
+            },
+        )
         if (job.attempts + 1) * 60 >= settings.WEBHOOK_RETRY_WINDOW_HOURS * 3600:
             return None
         return RetryDecision(retry_in={"seconds": 60})
@@ -123,5 +137,6 @@ def purge(timestamp: int) -> int:
 async def remove_old_jobs(context: JobContext, timestamp: int) -> None:
     """The engine's finished jobs, after a day (failed ones after a week, for a look)."""
     await context.app.job_manager.delete_old_jobs(nb_hours=24)
-    await context.app.job_manager.delete_old_jobs(nb_hours=24 * 7, include_failed=True, include_cancelled=True,
-                                                  include_aborted=True)
+    await context.app.job_manager.delete_old_jobs(
+        nb_hours=24 * 7, include_failed=True, include_cancelled=True, include_aborted=True
+    )

@@ -1,4 +1,5 @@
 """App config for workspaces."""
+
 from django.apps import AppConfig
 
 

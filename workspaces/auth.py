@@ -1,4 +1,5 @@
 """v1 API authentication: bearer tokens (`Authorization: Bearer lf_...`) and the pixel's public tracking key."""
+
 from django.contrib.auth.models import AnonymousUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied

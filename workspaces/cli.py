@@ -1,4 +1,5 @@
 """Command-line lookups of workspaces: an unknown slug is a one-line error."""
+
 from django.core.management.base import CommandError
 
 from workspaces.models import Workspace

@@ -3,6 +3,7 @@
 Nobody joins a workspace without saying yes, and the owner's form answers the same whether an account
 exists for the address or not (it never tells who has one here).
 """
+
 from datetime import timedelta
 
 from django.conf import settings
@@ -37,9 +38,11 @@ def invitation_from_token(token: str) -> Invitation:
         pk = int(signing.TimestampSigner(salt=_SALT).unsign(token, max_age=INVITE_WITHIN))
     except (signing.BadSignature, ValueError):
         raise BadRequest(INVALID_LINK) from None
-    invitation = Invitation.objects.select_related("workspace").filter(
-        pk=pk, accepted_at__isnull=True, cancelled_at__isnull=True
-    ).first()
+    invitation = (
+        Invitation.objects.select_related("workspace")
+        .filter(pk=pk, accepted_at__isnull=True, cancelled_at__isnull=True)
+        .first()
+    )
     if invitation is None:
         raise BadRequest(INVALID_LINK)
     return invitation
@@ -55,14 +58,16 @@ def invitation_create(*, workspace: Workspace, email: str, role: str, invited_by
         raise Unprocessable("invalid email") from None
     if role not in Membership.Role.values:
         raise Unprocessable(f"unknown role: {role}")
-    pending = Invitation.objects.filter(
-        workspace=workspace, accepted_at__isnull=True, cancelled_at__isnull=True
-    ).alias(email_lower=Lower("email"))
+    pending = Invitation.objects.filter(workspace=workspace, accepted_at__isnull=True, cancelled_at__isnull=True).alias(
+        email_lower=Lower("email")
+    )
     invitation = pending.filter(email_lower=email.lower()).first()
     if invitation is None:
         try:
             with transaction.atomic():
-                invitation = Invitation.objects.create(workspace=workspace, email=email, role=role, invited_by=invited_by)
+                invitation = Invitation.objects.create(
+                    workspace=workspace, email=email, role=role, invited_by=invited_by
+                )
         except IntegrityError:  # a concurrent invitation of the same address
             invitation = pending.get(email_lower=email.lower())
     elif invitation.role != role:
@@ -70,14 +75,16 @@ def invitation_create(*, workspace: Workspace, email: str, role: str, invited_by
         invitation.save(update_fields=["role"])
     name = workspace.name or workspace.slug
     url = invitation_url(invitation)
-    transaction.on_commit(lambda: send_mail(
-        f"You are invited to {name} on lftrack",
-        f"You are invited to join {name} on lftrack as {invitation.get_role_display().lower()}.\n\n"
-        f"To accept, open this link within 7 days:\n{url}\n\n"
-        "If you did not expect this, ignore this email: nothing happens without you.\n",
-        None,
-        [invitation.email],
-    ))
+    transaction.on_commit(
+        lambda: send_mail(
+            f"You are invited to {name} on lftrack",
+            f"You are invited to join {name} on lftrack as {invitation.get_role_display().lower()}.\n\n"
+            f"To accept, open this link within 7 days:\n{url}\n\n"
+            "If you did not expect this, ignore this email: nothing happens without you.\n",
+            None,
+            [invitation.email],
+        )
+    )
     return invitation
 
 

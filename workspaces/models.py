@@ -1,4 +1,5 @@
 """Workspace (the tenant), Membership, ApiToken and Invitation."""
+
 import secrets
 
 from django.conf import settings
@@ -26,7 +27,9 @@ class Workspace(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=Q(currency__regex=r"^[A-Z]{3}$"), name="workspaces_workspace_currency_code"),
+            models.CheckConstraint(
+                condition=Q(currency__regex=r"^[A-Z]{3}$"), name="workspaces_workspace_currency_code"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -110,7 +113,9 @@ class Invitation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                Lower("email"), "workspace", condition=Q(accepted_at__isnull=True, cancelled_at__isnull=True),
+                Lower("email"),
+                "workspace",
+                condition=Q(accepted_at__isnull=True, cancelled_at__isnull=True),
                 name="workspaces_invitation_one_pending",
             ),
         ]

@@ -1,4 +1,5 @@
 """Reads of workspaces that the API, the commands and the back office share."""
+
 from workspaces.models import Workspace
 
 

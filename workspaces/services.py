@@ -1,4 +1,5 @@
 """Workspace and API-token rules: creation, hashing, authentication and revocation."""
+
 import hashlib
 import hmac
 import logging
@@ -31,6 +32,8 @@ _TOKEN_RE = re.compile(r"^lf_(test_)?[A-Za-z0-9_-]{43}$")
 def _prefix(secret: str) -> str:
     """The first 8 random characters: stored, indexed, shown in the admin."""
     return secret[-43:][:8]
+
+
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 # last_used_at is a hint for the admin, not an audit log: write it at most once a minute per token.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -140,7 +143,12 @@ def workspace_get(*, slug: str) -> Workspace:
 
 
 def api_token_create(
-    *, workspace: Workspace, name: str, created_by=None, secret: str | None = None, scopes: list[str] | None = None,
+    *,
+    workspace: Workspace,
+    name: str,
+    created_by=None,
+    secret: str | None = None,
+    scopes: list[str] | None = None,
     test: bool = False,
 ) -> IssuedToken:
     """A new token, allowed `scopes` (ApiToken.Scope; none: everything); `test`: a test token (lf_test_...),
@@ -193,7 +201,8 @@ _WORKSPACE_COLUMNS = tuple(
 )
 _DIGEST = _TOKEN_COLUMNS.index("digest")
 _AUTHENTICATE_SQL = (
-    "SELECT " + ", ".join([f"t.{c}" for c in _TOKEN_COLUMNS] + [f"w.{c}" for c in _WORKSPACE_COLUMNS])
+    "SELECT "
+    + ", ".join([f"t.{c}" for c in _TOKEN_COLUMNS] + [f"w.{c}" for c in _WORKSPACE_COLUMNS])
     + ", (t.last_used_at IS NULL OR t.last_used_at <= %s)"
     + f" FROM {ApiToken._meta.db_table} t JOIN {Workspace._meta.db_table} w ON w.id = t.workspace_id"
     + " WHERE t.prefix = %s AND t.revoked_at IS NULL"
@@ -291,7 +300,8 @@ def api_tokens_changed(*, wait: bool = True) -> None:
             return
         logger.warning(
             "token revoked; waiting %s s for the processes' copies to expire: cache unavailable (%s)",
-            settings.TOKEN_CACHE_SECONDS, type(exc).__name__,
+            settings.TOKEN_CACHE_SECONDS,
+            type(exc).__name__,
         )
         time.sleep(settings.TOKEN_CACHE_SECONDS)
 

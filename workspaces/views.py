@@ -1,4 +1,5 @@
 """The page behind an invitation's link: accept it signed in, or make an account for it first."""
+
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect

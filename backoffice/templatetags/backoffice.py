@@ -1,4 +1,5 @@
 """Template filters of the back office's own templates."""
+
 from django import template
 from django.db.models.options import Options
 

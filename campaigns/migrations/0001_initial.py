@@ -5,87 +5,128 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('workspaces', '0001_initial'),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='EmailSend',
+            name="EmailSend",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('to_email', models.CharField(max_length=254)),
-                ('message_id', models.CharField(blank=True, default='', max_length=255)),
-                ('status', models.CharField(choices=[('sent', 'Sent'), ('failed', 'Failed')], max_length=10)),
-                ('error', models.TextField(blank=True, default='')),
-                ('sent_at', models.DateTimeField()),
-                ('complained_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                ("to_email", models.CharField(max_length=254)),
+                ("message_id", models.CharField(blank=True, default="", max_length=255)),
+                ("status", models.CharField(choices=[("sent", "Sent"), ("failed", "Failed")], max_length=10)),
+                ("error", models.TextField(blank=True, default="")),
+                ("sent_at", models.DateTimeField()),
+                ("complained_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Enrollment',
+            name="Enrollment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('state', models.CharField(choices=[('active', 'Active'), ('stopped', 'Stopped'), ('completed', 'Completed')], default='active', max_length=10)),
-                ('enrolled_at', models.DateTimeField()),
-                ('resumed_at', models.DateTimeField(blank=True, null=True)),
-                ('stopped_at', models.DateTimeField(blank=True, null=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('last_sent_position', models.PositiveIntegerField(default=0)),
-                ('last_sent_at', models.DateTimeField(blank=True, null=True)),
-                ('next_send_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("active", "Active"), ("stopped", "Stopped"), ("completed", "Completed")],
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                ("enrolled_at", models.DateTimeField()),
+                ("resumed_at", models.DateTimeField(blank=True, null=True)),
+                ("stopped_at", models.DateTimeField(blank=True, null=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                ("last_sent_position", models.PositiveIntegerField(default=0)),
+                ("last_sent_at", models.DateTimeField(blank=True, null=True)),
+                ("next_send_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Suppression',
+            name="Suppression",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('email', models.CharField(max_length=254)),
-                ('reason', models.CharField(choices=[('unsubscribed', 'Unsubscribed'), ('bounced', 'Bounced'), ('complained', 'Complained')], max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("email", models.CharField(max_length=254)),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("unsubscribed", "Unsubscribed"),
+                            ("bounced", "Bounced"),
+                            ("complained", "Complained"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Campaign',
+            name="Campaign",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100)),
-                ('name', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('paused', 'Paused')], default='active', max_length=10)),
-                ('paused_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='campaigns', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=100)),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "Active"), ("paused", "Paused")], default="active", max_length=10
+                    ),
+                ),
+                ("paused_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="campaigns", to="workspaces.workspace"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='CampaignEmail',
+            name="CampaignEmail",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('subject', models.CharField(max_length=255)),
-                ('body', models.TextField()),
-                ('delay_minutes', models.PositiveIntegerField(default=0)),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='emails', to='campaigns.campaign')),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                ("subject", models.CharField(max_length=255)),
+                ("body", models.TextField()),
+                ("delay_minutes", models.PositiveIntegerField(default=0)),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="emails", to="campaigns.campaign"
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['campaign', 'position'],
+                "ordering": ["campaign", "position"],
             },
         ),
         migrations.CreateModel(
-            name='CampaignLead',
+            name="CampaignLead",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.CharField(choices=[('created', 'Created'), ('reused', 'Reused')], max_length=10)),
-                ('channel', models.CharField(max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='leads', to='campaigns.campaign')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("outcome", models.CharField(choices=[("created", "Created"), ("reused", "Reused")], max_length=10)),
+                ("channel", models.CharField(max_length=10)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="leads", to="campaigns.campaign"
+                    ),
+                ),
             ],
         ),
     ]

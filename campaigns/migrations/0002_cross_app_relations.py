@@ -6,135 +6,190 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('campaigns', '0001_initial'),
-        ('conversions', '0001_initial'),
-        ('customers', '0001_initial'),
-        ('workspaces', '0001_initial'),
+        ("campaigns", "0001_initial"),
+        ("conversions", "0001_initial"),
+        ("customers", "0001_initial"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='campaignlead',
-            name='conversion',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='conversions.conversionevent'),
+            model_name="campaignlead",
+            name="conversion",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="conversions.conversionevent",
+            ),
         ),
         migrations.AddField(
-            model_name='campaignlead',
-            name='customer',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='campaign_leads', to='customers.customer'),
+            model_name="campaignlead",
+            name="customer",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="campaign_leads", to="customers.customer"
+            ),
         ),
         migrations.AddField(
-            model_name='campaignlead',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace'),
+            model_name="campaignlead",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+            ),
         ),
         migrations.AddField(
-            model_name='emailsend',
-            name='campaign',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sends', to='campaigns.campaign'),
+            model_name="emailsend",
+            name="campaign",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="sends", to="campaigns.campaign"
+            ),
         ),
         migrations.AddField(
-            model_name='emailsend',
-            name='campaign_email',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sends', to='campaigns.campaignemail'),
+            model_name="emailsend",
+            name="campaign_email",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="sends",
+                to="campaigns.campaignemail",
+            ),
         ),
         migrations.AddField(
-            model_name='emailsend',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace'),
+            model_name="emailsend",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+            ),
         ),
         migrations.AddField(
-            model_name='enrollment',
-            name='campaign',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='enrollments', to='campaigns.campaign'),
+            model_name="enrollment",
+            name="campaign",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="enrollments", to="campaigns.campaign"
+            ),
         ),
         migrations.AddField(
-            model_name='enrollment',
-            name='customer',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='enrollments', to='customers.customer'),
+            model_name="enrollment",
+            name="customer",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="enrollments", to="customers.customer"
+            ),
         ),
         migrations.AddField(
-            model_name='enrollment',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace'),
+            model_name="enrollment",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+            ),
         ),
         migrations.AddField(
-            model_name='emailsend',
-            name='enrollment',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sends', to='campaigns.enrollment'),
+            model_name="emailsend",
+            name="enrollment",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="sends", to="campaigns.enrollment"
+            ),
         ),
         migrations.AddField(
-            model_name='campaignlead',
-            name='enrollment',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='leads', to='campaigns.enrollment'),
+            model_name="campaignlead",
+            name="enrollment",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="leads", to="campaigns.enrollment"
+            ),
         ),
         migrations.AddField(
-            model_name='suppression',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='suppressions', to='workspaces.workspace'),
+            model_name="suppression",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="suppressions", to="workspaces.workspace"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.UniqueConstraint(fields=('workspace', 'slug'), name='campaigns_campaign_one_slug_per_workspace'),
+            model_name="campaign",
+            constraint=models.UniqueConstraint(
+                fields=("workspace", "slug"), name="campaigns_campaign_one_slug_per_workspace"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['active', 'paused'])), name='campaigns_campaign_status_valid'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["active", "paused"])), name="campaigns_campaign_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaignemail',
-            constraint=models.UniqueConstraint(fields=('campaign', 'position'), name='campaigns_campaignemail_one_per_position'),
+            model_name="campaignemail",
+            constraint=models.UniqueConstraint(
+                fields=("campaign", "position"), name="campaigns_campaignemail_one_per_position"
+            ),
         ),
         migrations.AddIndex(
-            model_name='enrollment',
-            index=models.Index(condition=models.Q(('next_send_at__isnull', False), ('state', 'active')), fields=['next_send_at'], name='campaigns_enrollment_due'),
+            model_name="enrollment",
+            index=models.Index(
+                condition=models.Q(("next_send_at__isnull", False), ("state", "active")),
+                fields=["next_send_at"],
+                name="campaigns_enrollment_due",
+            ),
         ),
         migrations.AddIndex(
-            model_name='enrollment',
-            index=models.Index(fields=['campaign', 'state', '-enrolled_at'], name='campaigns_enrollment_list'),
+            model_name="enrollment",
+            index=models.Index(fields=["campaign", "state", "-enrolled_at"], name="campaigns_enrollment_list"),
         ),
         migrations.AddConstraint(
-            model_name='enrollment',
-            constraint=models.UniqueConstraint(fields=('campaign', 'customer'), name='campaigns_enrollment_one_per_customer'),
+            model_name="enrollment",
+            constraint=models.UniqueConstraint(
+                fields=("campaign", "customer"), name="campaigns_enrollment_one_per_customer"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='enrollment',
-            constraint=models.CheckConstraint(condition=models.Q(('state__in', ['active', 'stopped', 'completed'])), name='campaigns_enrollment_state_valid'),
+            model_name="enrollment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("state__in", ["active", "stopped", "completed"])),
+                name="campaigns_enrollment_state_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='emailsend',
-            index=models.Index(fields=['campaign', 'sent_at'], name='campaigns_emailsend_recent'),
+            model_name="emailsend",
+            index=models.Index(fields=["campaign", "sent_at"], name="campaigns_emailsend_recent"),
         ),
         migrations.AddIndex(
-            model_name='emailsend',
-            index=models.Index(fields=['workspace', 'sent_at'], name='campaigns_emailsend_daily'),
+            model_name="emailsend",
+            index=models.Index(fields=["workspace", "sent_at"], name="campaigns_emailsend_daily"),
         ),
         migrations.AddIndex(
-            model_name='emailsend',
-            index=models.Index(fields=['workspace', 'to_email', '-sent_at'], name='campaigns_emailsend_recipient'),
+            model_name="emailsend",
+            index=models.Index(fields=["workspace", "to_email", "-sent_at"], name="campaigns_emailsend_recipient"),
         ),
         migrations.AddConstraint(
-            model_name='emailsend',
-            constraint=models.UniqueConstraint(fields=('enrollment', 'position'), name='campaigns_emailsend_once_per_step'),
+            model_name="emailsend",
+            constraint=models.UniqueConstraint(
+                fields=("enrollment", "position"), name="campaigns_emailsend_once_per_step"
+            ),
         ),
         migrations.AddIndex(
-            model_name='campaignlead',
-            index=models.Index(fields=['campaign', 'created_at'], name='campaigns_campaignlead_recent'),
+            model_name="campaignlead",
+            index=models.Index(fields=["campaign", "created_at"], name="campaigns_campaignlead_recent"),
         ),
         migrations.AddConstraint(
-            model_name='suppression',
-            constraint=models.UniqueConstraint(fields=('workspace', 'email'), name='campaigns_suppression_one_per_email'),
+            model_name="suppression",
+            constraint=models.UniqueConstraint(
+                fields=("workspace", "email"), name="campaigns_suppression_one_per_email"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='suppression',
-            constraint=models.CheckConstraint(condition=models.Q(('email', django.db.models.functions.text.Lower('email'))), name='campaigns_suppression_email_lower'),
+            model_name="suppression",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("email", django.db.models.functions.text.Lower("email"))),
+                name="campaigns_suppression_email_lower",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='suppression',
-            constraint=models.CheckConstraint(condition=models.Q(('reason__in', ['unsubscribed', 'bounced', 'complained'])), name='campaigns_suppression_reason_valid'),
+            model_name="suppression",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("reason__in", ["unsubscribed", "bounced", "complained"])),
+                name="campaigns_suppression_reason_valid",
+            ),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('campaigns', '0002_cross_app_relations'),
-        ('customers', '0002_contacts_search_trigram'),
-        ('workspaces', '0001_initial'),
+        ("campaigns", "0002_cross_app_relations"),
+        ("customers", "0002_contacts_search_trigram"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='enrollment',
-            name='campaigns_enrollment_list',
+            model_name="enrollment",
+            name="campaigns_enrollment_list",
         ),
         migrations.AddIndex(
-            model_name='enrollment',
-            index=models.Index(fields=['campaign', '-enrolled_at', '-id'], name='campaigns_enrollment_recent'),
+            model_name="enrollment",
+            index=models.Index(fields=["campaign", "-enrolled_at", "-id"], name="campaigns_enrollment_recent"),
         ),
     ]

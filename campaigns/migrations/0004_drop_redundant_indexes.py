@@ -5,15 +5,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('campaigns', '0003_recipients_index_in_list_order'),
+        ("campaigns", "0003_recipients_index_in_list_order"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='enrollment',
-            name='campaign',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='enrollments', to='campaigns.campaign'),
+            model_name="enrollment",
+            name="campaign",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="enrollments",
+                to="campaigns.campaign",
+            ),
         ),
     ]

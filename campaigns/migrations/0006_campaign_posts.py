@@ -1,6 +1,7 @@
 """Campaigns own the link to their posts (CampaignPost, filled from clicks_post.campaign_id, which
 clicks 0004 then drops) and keep the enrolling conversion as a plain id: no foreign key points from a
 lower app to a higher one."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -15,7 +16,6 @@ UPDATE clicks_post SET campaign_id = cp.campaign_id FROM campaigns_campaignpost 
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("campaigns", "0005_lead_tail_index"),
         ("clicks", "0003_click_tail_index"),

@@ -2,6 +2,7 @@
 
 The partial index is built CONCURRENTLY: the sends table takes writes all the time.
 """
+
 from django.db import migrations, models
 
 

@@ -3,6 +3,7 @@
 The state check is swapped without a long lock (NOT VALID, then VALIDATE, which lets writes go on),
 and the partial index is built CONCURRENTLY: enrollments take writes all the time.
 """
+
 from django.db import migrations, models
 
 STATES = "ARRAY['pending'::text, 'active'::text, 'stopped'::text, 'completed'::text]"
@@ -29,7 +30,12 @@ class Migration(migrations.Migration):
             model_name="enrollment",
             name="state",
             field=models.CharField(
-                choices=[("pending", "Pending"), ("active", "Active"), ("stopped", "Stopped"), ("completed", "Completed")],
+                choices=[
+                    ("pending", "Pending"),
+                    ("active", "Active"),
+                    ("stopped", "Stopped"),
+                    ("completed", "Completed"),
+                ],
                 default="active",
                 max_length=10,
             ),
@@ -47,7 +53,9 @@ class Migration(migrations.Migration):
                 migrations.AddIndex(
                     model_name="enrollment",
                     index=models.Index(
-                        condition=models.Q(("state", "pending")), fields=["confirm_by"], name="campaigns_enrollment_pending"
+                        condition=models.Q(("state", "pending")),
+                        fields=["confirm_by"],
+                        name="campaigns_enrollment_pending",
                     ),
                 ),
             ],

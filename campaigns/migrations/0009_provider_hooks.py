@@ -2,6 +2,7 @@
 
 The index is built CONCURRENTLY: the sends table takes writes all the time.
 """
+
 import django.db.models.deletion
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models

@@ -1,6 +1,7 @@
 """Test mode in campaigns: an enrollment carries its contact's mode, a suppression its own (unique per workspace,
 address and mode), and a test contact's step is recorded as a `test` send. The columns have a constant default
 (no rewrite); the suppressions' new unique constraint is built CONCURRENTLY before the old one goes."""
+
 from django.db import migrations, models
 
 ALTER = "ALTER TABLE campaigns_suppression"
@@ -37,8 +38,11 @@ class Migration(migrations.Migration):
                 migrations.AddConstraint(
                     model_name="emailsend",
                     constraint=models.CheckConstraint(
-                        condition=models.Q(models.Q(("status", "test"), _negated=True), ("complained_at__isnull", True),
-                                           _connector="OR"),
+                        condition=models.Q(
+                            models.Q(("status", "test"), _negated=True),
+                            ("complained_at__isnull", True),
+                            _connector="OR",
+                        ),
                         name="campaigns_emailsend_test_never_complained",
                     ),
                 ),
@@ -68,14 +72,18 @@ class Migration(migrations.Migration):
             database_operations=[
                 # A unique constraint (not just an index): built as an index CONCURRENTLY, then attached.
                 migrations.RunSQL(
-                    [BUILD.format("campaigns_suppression_one_per_email_and_mode", ", is_test"),
-                     f"{ALTER} ADD CONSTRAINT campaigns_suppression_one_per_email_and_mode"
-                     " UNIQUE USING INDEX campaigns_suppression_one_per_email_and_mode",
-                     f"{ALTER} DROP CONSTRAINT campaigns_suppression_one_per_email"],
-                    [BUILD.format("campaigns_suppression_one_per_email", ""),
-                     f"{ALTER} ADD CONSTRAINT campaigns_suppression_one_per_email"
-                     " UNIQUE USING INDEX campaigns_suppression_one_per_email",
-                     f"{ALTER} DROP CONSTRAINT campaigns_suppression_one_per_email_and_mode"],
+                    [
+                        BUILD.format("campaigns_suppression_one_per_email_and_mode", ", is_test"),
+                        f"{ALTER} ADD CONSTRAINT campaigns_suppression_one_per_email_and_mode"
+                        " UNIQUE USING INDEX campaigns_suppression_one_per_email_and_mode",
+                        f"{ALTER} DROP CONSTRAINT campaigns_suppression_one_per_email",
+                    ],
+                    [
+                        BUILD.format("campaigns_suppression_one_per_email", ""),
+                        f"{ALTER} ADD CONSTRAINT campaigns_suppression_one_per_email"
+                        " UNIQUE USING INDEX campaigns_suppression_one_per_email",
+                        f"{ALTER} DROP CONSTRAINT campaigns_suppression_one_per_email_and_mode",
+                    ],
                 ),
             ],
         ),

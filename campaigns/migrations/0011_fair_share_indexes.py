@@ -4,28 +4,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('campaigns', '0010_test_mode'),
-        ('customers', '0006_test_identity_space'),
-        ('workspaces', '0004_currency_test_tokens'),
+        ("campaigns", "0010_test_mode"),
+        ("customers", "0006_test_identity_space"),
+        ("workspaces", "0004_currency_test_tokens"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='enrollment',
-            name='campaigns_enrollment_due',
+            model_name="enrollment",
+            name="campaigns_enrollment_due",
         ),
         migrations.AddIndex(
-            model_name='enrollment',
-            index=models.Index(condition=models.Q(('next_send_at__isnull', False), ('state', 'active')), fields=['workspace', 'next_send_at'], name='campaigns_enrollment_due'),
+            model_name="enrollment",
+            index=models.Index(
+                condition=models.Q(("next_send_at__isnull", False), ("state", "active")),
+                fields=["workspace", "next_send_at"],
+                name="campaigns_enrollment_due",
+            ),
         ),
         migrations.AddIndex(
-            model_name='enrollment',
-            index=models.Index(condition=models.Q(('confirmation_sent_at__isnull', True), ('state', 'pending')), fields=['workspace', 'confirm_by'], name='campaigns_enrollment_unmailed'),
+            model_name="enrollment",
+            index=models.Index(
+                condition=models.Q(("confirmation_sent_at__isnull", True), ("state", "pending")),
+                fields=["workspace", "confirm_by"],
+                name="campaigns_enrollment_unmailed",
+            ),
         ),
         migrations.AddIndex(
-            model_name='enrollment',
-            index=models.Index(condition=models.Q(('confirmation_sent_at__isnull', False)), fields=['workspace', 'confirmation_sent_at'], name='campaigns_enrollment_mailed'),
+            model_name="enrollment",
+            index=models.Index(
+                condition=models.Q(("confirmation_sent_at__isnull", False)),
+                fields=["workspace", "confirmation_sent_at"],
+                name="campaigns_enrollment_mailed",
+            ),
         ),
     ]

@@ -7,54 +7,84 @@ import clicks.models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('campaigns', '0001_initial'),
-        ('workspaces', '0001_initial'),
+        ("campaigns", "0001_initial"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Link',
+            name="Link",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(default=clicks.models.new_link_key, max_length=32, unique=True)),
-                ('destination', models.URLField(max_length=2048)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='links', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.CharField(default=clicks.models.new_link_key, max_length=32, unique=True)),
+                ("destination", models.URLField(max_length=2048)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="links", to="workspaces.workspace"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Click',
+            name="Click",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('click_id', models.CharField(default=clicks.models.new_click_id, max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user_agent', models.CharField(blank=True, default='', max_length=512)),
-                ('referrer', models.CharField(blank=True, default='', max_length=2048)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
-                ('link', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='clicks', to='clicks.link')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("click_id", models.CharField(default=clicks.models.new_click_id, max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("user_agent", models.CharField(blank=True, default="", max_length=512)),
+                ("referrer", models.CharField(blank=True, default="", max_length=2048)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
+                (
+                    "link",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="clicks", to="clicks.link"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Post',
+            name="Post",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('campaign', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='posts', to='campaigns.campaign')),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='posts', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="posts",
+                        to="campaigns.campaign",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="posts", to="workspaces.workspace"
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='link',
-            name='post',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='links', to='clicks.post'),
+            model_name="link",
+            name="post",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="links", to="clicks.post"
+            ),
         ),
         migrations.AddIndex(
-            model_name='post',
-            index=models.Index(fields=['workspace', 'title'], name='clicks_post_title'),
+            model_name="post",
+            index=models.Index(fields=["workspace", "title"], name="clicks_post_title"),
         ),
     ]

@@ -6,20 +6,19 @@ import clicks.models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('clicks', '0001_initial'),
-        ('workspaces', '0001_initial'),
+        ("clicks", "0001_initial"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='click',
-            name='click_id',
+            model_name="click",
+            name="click_id",
             field=models.CharField(default=clicks.models.new_click_id, max_length=64),
         ),
         migrations.AddConstraint(
-            model_name='click',
-            constraint=models.UniqueConstraint(fields=('click_id',), name='clicks_click_one_per_click_id'),
+            model_name="click",
+            constraint=models.UniqueConstraint(fields=("click_id",), name="clicks_click_one_per_click_id"),
         ),
     ]

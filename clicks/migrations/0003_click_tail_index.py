@@ -3,6 +3,7 @@
 Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY
 (inserts keep going while it builds, seconds on millions of rows).
 """
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -24,8 +25,12 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="click",
                     name="link",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
-                                            related_name="clicks", to="clicks.link"),
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="clicks",
+                        to="clicks.link",
+                    ),
                 ),
                 migrations.AddIndex(
                     model_name="click",

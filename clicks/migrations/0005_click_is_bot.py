@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('clicks', '0004_remove_post_campaign'),
+        ("clicks", "0004_remove_post_campaign"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='click',
-            name='is_bot',
+            model_name="click",
+            name="is_bot",
             field=models.BooleanField(db_default=False, default=False),
         ),
     ]

@@ -5,30 +5,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('clicks', '0005_click_is_bot'),
+        ("clicks", "0005_click_is_bot"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='click',
-            name='browser',
-            field=models.CharField(blank=True, db_default='', default='', max_length=50),
+            model_name="click",
+            name="browser",
+            field=models.CharField(blank=True, db_default="", default="", max_length=50),
         ),
         migrations.AddField(
-            model_name='click',
-            name='device',
-            field=models.CharField(blank=True, db_default='', default='', max_length=10),
+            model_name="click",
+            name="device",
+            field=models.CharField(blank=True, db_default="", default="", max_length=10),
         ),
         migrations.AddField(
-            model_name='click',
-            name='os',
-            field=models.CharField(blank=True, db_default='', default='', max_length=50),
+            model_name="click",
+            name="os",
+            field=models.CharField(blank=True, db_default="", default="", max_length=50),
         ),
         migrations.AddField(
-            model_name='click',
-            name='referrer_domain',
-            field=models.CharField(blank=True, db_default='', default='', max_length=255),
+            model_name="click",
+            name="referrer_domain",
+            field=models.CharField(blank=True, db_default="", default="", max_length=255),
         ),
     ]

@@ -5,50 +5,103 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('clicks', '0001_initial'),
-        ('customers', '0001_initial'),
-        ('workspaces', '0001_initial'),
+        ("clicks", "0001_initial"),
+        ("customers", "0001_initial"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ConversionEvent',
+            name="ConversionEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('event', models.CharField(choices=[('lead', 'Lead'), ('sale', 'Sale')], max_length=4)),
-                ('value_cents', models.BigIntegerField(blank=True, null=True)),
-                ('event_name', models.CharField(blank=True, default='', max_length=255)),
-                ('meta', models.JSONField(blank=True, default=dict)),
-                ('occurred_at', models.DateTimeField()),
-                ('channel', models.CharField(choices=[('api', 'API'), ('pixel', 'Pixel'), ('manual', 'Manual')], max_length=10)),
-                ('click', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversions', to='clicks.click')),
-                ('customer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversions', to='customers.customer')),
-                ('link', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversions', to='clicks.link')),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("event", models.CharField(choices=[("lead", "Lead"), ("sale", "Sale")], max_length=4)),
+                ("value_cents", models.BigIntegerField(blank=True, null=True)),
+                ("event_name", models.CharField(blank=True, default="", max_length=255)),
+                ("meta", models.JSONField(blank=True, default=dict)),
+                ("occurred_at", models.DateTimeField()),
+                (
+                    "channel",
+                    models.CharField(choices=[("api", "API"), ("pixel", "Pixel"), ("manual", "Manual")], max_length=10),
+                ),
+                (
+                    "click",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="conversions", to="clicks.click"
+                    ),
+                ),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="conversions",
+                        to="customers.customer",
+                    ),
+                ),
+                (
+                    "link",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="conversions", to="clicks.link"
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['customer', '-occurred_at'], name='conversions_event_customer'), models.Index(fields=['link', 'event'], name='conversions_event_link'), models.Index(fields=['workspace', '-occurred_at'], name='conversions_event_recent')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('event__in', ['lead', 'sale'])), name='conversions_event_kind_valid'), models.CheckConstraint(condition=models.Q(('value_cents__isnull', True), models.Q(('event', 'sale'), ('value_cents__gte', 0)), _connector='OR'), name='conversions_event_value_on_sales_only'), models.CheckConstraint(condition=models.Q(('channel__in', ['api', 'pixel', 'manual'])), name='conversions_event_channel_valid')],
+                "indexes": [
+                    models.Index(fields=["customer", "-occurred_at"], name="conversions_event_customer"),
+                    models.Index(fields=["link", "event"], name="conversions_event_link"),
+                    models.Index(fields=["workspace", "-occurred_at"], name="conversions_event_recent"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("event__in", ["lead", "sale"])), name="conversions_event_kind_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("value_cents__isnull", True),
+                            models.Q(("event", "sale"), ("value_cents__gte", 0)),
+                            _connector="OR",
+                        ),
+                        name="conversions_event_value_on_sales_only",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("channel__in", ["api", "pixel", "manual"])),
+                        name="conversions_event_channel_valid",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='IdempotencyKey',
+            name="IdempotencyKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('request_digest', models.CharField(max_length=64)),
-                ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('response_body', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField()),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.CharField(max_length=255)),
+                ("request_digest", models.CharField(max_length=64)),
+                ("status_code", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("response_body", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField()),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['created_at'], name='conversions_idemkey_age')],
-                'constraints': [models.UniqueConstraint(fields=('workspace', 'key'), name='conversions_idempotencykey_one_per_key')],
+                "indexes": [models.Index(fields=["created_at"], name="conversions_idemkey_age")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("workspace", "key"), name="conversions_idempotencykey_one_per_key")
+                ],
             },
         ),
     ]

@@ -5,28 +5,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('clicks', '0002_drop_redundant_indexes'),
-        ('conversions', '0001_initial'),
-        ('customers', '0003_drop_redundant_indexes'),
-        ('workspaces', '0001_initial'),
+        ("clicks", "0002_drop_redundant_indexes"),
+        ("conversions", "0001_initial"),
+        ("customers", "0003_drop_redundant_indexes"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='conversionevent',
-            name='customer',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='conversions', to='customers.customer'),
+            model_name="conversionevent",
+            name="customer",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="conversions",
+                to="customers.customer",
+            ),
         ),
         migrations.AlterField(
-            model_name='conversionevent',
-            name='link',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='conversions', to='clicks.link'),
+            model_name="conversionevent",
+            name="link",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="conversions",
+                to="clicks.link",
+            ),
         ),
         migrations.AlterField(
-            model_name='conversionevent',
-            name='workspace',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace'),
+            model_name="conversionevent",
+            name="workspace",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+            ),
         ),
     ]

@@ -3,6 +3,7 @@
 Swaps one index for another on a table that takes writes all the time: built CONCURRENTLY
 (inserts keep going while it builds, seconds on millions of rows).
 """
+
 from django.db import migrations, models
 
 from lftrack.schema import index_swap

@@ -1,5 +1,6 @@
 """A sale's invoice id, unique per workspace where given. The column has a constant default (no rewrite)
 and the unique index is built CONCURRENTLY, so a live events table keeps taking conversions."""
+
 from django.db import migrations, models
 
 

@@ -1,6 +1,7 @@
 """Each event's currency (rows before it: USD, the only currency there was) and its test-mode flag. Both
 columns have a constant default (no rewrite); the currency check is added NOT VALID and validated in its
 own transaction, so a live events table keeps taking conversions while existing rows are checked."""
+
 from django.db import migrations, models
 
 

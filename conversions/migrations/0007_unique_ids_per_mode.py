@@ -1,6 +1,7 @@
 """A sale's invoice_id and a refund's refund_id are unique per workspace and mode (live or test), so a test sale
 never takes the invoice id of the live sale that will bring it. Built CONCURRENTLY before the old index goes:
 the events table keeps taking conversions, and an invoice id stays unique at every moment."""
+
 from django.db import migrations, models
 
 
@@ -24,7 +25,8 @@ class Migration(migrations.Migration):
                 migrations.AddConstraint(
                     model_name="conversionevent",
                     constraint=models.UniqueConstraint(
-                        condition=models.Q(("invoice_id", ""), _negated=True), fields=("workspace", "invoice_id", "is_test"),
+                        condition=models.Q(("invoice_id", ""), _negated=True),
+                        fields=("workspace", "invoice_id", "is_test"),
                         name="conversions_event_one_per_invoice_and_mode",
                     ),
                 ),
@@ -32,16 +34,25 @@ class Migration(migrations.Migration):
                 migrations.AddConstraint(
                     model_name="refund",
                     constraint=models.UniqueConstraint(
-                        condition=models.Q(("refund_id", ""), _negated=True), fields=("workspace", "refund_id", "is_test"),
+                        condition=models.Q(("refund_id", ""), _negated=True),
+                        fields=("workspace", "refund_id", "is_test"),
                         name="conversions_refund_one_per_refund_id_and_mode",
                     ),
                 ),
             ],
             database_operations=[
-                swap("conversions_conversionevent", "conversions_event_one_per_invoice",
-                     "conversions_event_one_per_invoice_and_mode", "invoice_id"),
-                swap("conversions_refund", "conversions_refund_one_per_refund_id",
-                     "conversions_refund_one_per_refund_id_and_mode", "refund_id"),
+                swap(
+                    "conversions_conversionevent",
+                    "conversions_event_one_per_invoice",
+                    "conversions_event_one_per_invoice_and_mode",
+                    "invoice_id",
+                ),
+                swap(
+                    "conversions_refund",
+                    "conversions_refund_one_per_refund_id",
+                    "conversions_refund_one_per_refund_id_and_mode",
+                    "refund_id",
+                ),
             ],
         ),
     ]

@@ -6,6 +6,7 @@ they are, and one log line saying how many there are (docs/api.md, "Money bounds
 Not atomic: each step commits, so the ADD's brief exclusive lock is gone before VALIDATE scans the table under a
 lock that lets inserts through.
 """
+
 import logging
 
 from django.db import migrations, models

@@ -2,6 +2,7 @@
 nor takes the key of a live sale that will come. The column comes with a constant default (no table rewrite);
 the new unique index is built CONCURRENTLY and then becomes the constraint, so conversions carrying keys keep
 being taken, and a key stays unique at every moment."""
+
 from django.db import migrations, models
 
 TABLE = "conversions_idempotencykey"

@@ -6,66 +6,121 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('workspaces', '0001_initial'),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Customer',
+            name="Customer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('email', models.CharField(blank=True, default='', max_length=254)),
-                ('name', models.CharField(blank=True, default='', max_length=200)),
-                ('avatar_url', models.CharField(blank=True, default='', max_length=2048)),
-                ('external_id', models.CharField(blank=True, default='', max_length=255)),
-                ('source', models.CharField(choices=[('api', 'API'), ('pixel', 'Pixel'), ('manual', 'Manual')], max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='customers', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("email", models.CharField(blank=True, default="", max_length=254)),
+                ("name", models.CharField(blank=True, default="", max_length=200)),
+                ("avatar_url", models.CharField(blank=True, default="", max_length=2048)),
+                ("external_id", models.CharField(blank=True, default="", max_length=255)),
+                (
+                    "source",
+                    models.CharField(choices=[("api", "API"), ("pixel", "Pixel"), ("manual", "Manual")], max_length=10),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="customers", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'contact',
+                "verbose_name": "contact",
             },
         ),
         migrations.CreateModel(
-            name='CustomerActivity',
+            name="CustomerActivity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('created', 'Created'), ('email_added', 'Email Added'), ('external_id_moved_in', 'External Id Moved In'), ('external_id_moved_out', 'External Id Moved Out'), ('suppressed', 'Suppressed')], max_length=32)),
-                ('channel', models.CharField(choices=[('api', 'API'), ('pixel', 'Pixel'), ('manual', 'Manual'), ('email', 'Email link')], max_length=10)),
-                ('external_id', models.CharField(blank=True, default='', max_length=255)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='activities', to='customers.customer')),
-                ('other_customer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='customers.customer')),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("created", "Created"),
+                            ("email_added", "Email Added"),
+                            ("external_id_moved_in", "External Id Moved In"),
+                            ("external_id_moved_out", "External Id Moved Out"),
+                            ("suppressed", "Suppressed"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[("api", "API"), ("pixel", "Pixel"), ("manual", "Manual"), ("email", "Email link")],
+                        max_length=10,
+                    ),
+                ),
+                ("external_id", models.CharField(blank=True, default="", max_length=255)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="activities", to="customers.customer"
+                    ),
+                ),
+                (
+                    "other_customer",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="customers.customer",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'customer activities',
+                "verbose_name_plural": "customer activities",
             },
         ),
         migrations.AddIndex(
-            model_name='customer',
-            index=models.Index(fields=['workspace', '-created_at'], name='customers_customer_recent'),
+            model_name="customer",
+            index=models.Index(fields=["workspace", "-created_at"], name="customers_customer_recent"),
         ),
         migrations.AddConstraint(
-            model_name='customer',
-            constraint=models.UniqueConstraint(django.db.models.functions.text.Lower('email'), models.F('workspace'), condition=models.Q(('email', ''), _negated=True), name='customers_customer_one_per_email'),
+            model_name="customer",
+            constraint=models.UniqueConstraint(
+                django.db.models.functions.text.Lower("email"),
+                models.F("workspace"),
+                condition=models.Q(("email", ""), _negated=True),
+                name="customers_customer_one_per_email",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='customer',
-            constraint=models.UniqueConstraint(condition=models.Q(('external_id', ''), _negated=True), fields=('workspace', 'external_id'), name='customers_customer_one_holder_per_external_id'),
+            model_name="customer",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("external_id", ""), _negated=True),
+                fields=("workspace", "external_id"),
+                name="customers_customer_one_holder_per_external_id",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='customer',
-            constraint=models.CheckConstraint(condition=models.Q(('source__in', ['api', 'pixel', 'manual'])), name='customers_customer_source_valid'),
+            model_name="customer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("source__in", ["api", "pixel", "manual"])), name="customers_customer_source_valid"
+            ),
         ),
         migrations.AddIndex(
-            model_name='customeractivity',
-            index=models.Index(fields=['customer', 'created_at'], name='customers_activity_timeline'),
+            model_name="customeractivity",
+            index=models.Index(fields=["customer", "created_at"], name="customers_activity_timeline"),
         ),
     ]

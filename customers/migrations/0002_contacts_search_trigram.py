@@ -5,6 +5,7 @@ no b-tree helps, so on a million contacts every search was a full scan (1.1 s me
 trigram index on exactly that expression serves it (15 ms; docs/benchmarks.md). Built CONCURRENTLY so
 a live contacts table keeps taking writes.
 """
+
 from django.db import migrations
 
 FIELDS = ["email", "name", "external_id"]

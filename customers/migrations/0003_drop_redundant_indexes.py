@@ -5,21 +5,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('customers', '0002_contacts_search_trigram'),
-        ('workspaces', '0001_initial'),
+        ("customers", "0002_contacts_search_trigram"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='customer',
-            name='workspace',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='customers', to='workspaces.workspace'),
+            model_name="customer",
+            name="workspace",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="customers",
+                to="workspaces.workspace",
+            ),
         ),
         migrations.AlterField(
-            model_name='customeractivity',
-            name='customer',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='activities', to='customers.customer'),
+            model_name="customeractivity",
+            name="customer",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="activities",
+                to="customers.customer",
+            ),
         ),
     ]

@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('customers', '0003_drop_redundant_indexes'),
+        ("customers", "0003_drop_redundant_indexes"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='customeractivity',
-            name='channel',
-            field=models.CharField(choices=[('api', 'API'), ('pixel', 'Pixel'), ('manual', 'Manual'), ('email', 'Email link'), ('smtp', 'Mail server')], max_length=10),
+            model_name="customeractivity",
+            name="channel",
+            field=models.CharField(
+                choices=[
+                    ("api", "API"),
+                    ("pixel", "Pixel"),
+                    ("manual", "Manual"),
+                    ("email", "Email link"),
+                    ("smtp", "Mail server"),
+                ],
+                max_length=10,
+            ),
         ),
     ]

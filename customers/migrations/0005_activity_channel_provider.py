@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('customers', '0004_activity_channel_smtp'),
+        ("customers", "0004_activity_channel_smtp"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='customeractivity',
-            name='channel',
-            field=models.CharField(choices=[('api', 'API'), ('pixel', 'Pixel'), ('manual', 'Manual'), ('email', 'Email link'), ('smtp', 'Mail server'), ('provider', 'Email provider')], max_length=10),
+            model_name="customeractivity",
+            name="channel",
+            field=models.CharField(
+                choices=[
+                    ("api", "API"),
+                    ("pixel", "Pixel"),
+                    ("manual", "Manual"),
+                    ("email", "Email link"),
+                    ("smtp", "Mail server"),
+                    ("provider", "Email provider"),
+                ],
+                max_length=10,
+            ),
         ),
     ]

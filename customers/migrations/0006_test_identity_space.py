@@ -1,6 +1,7 @@
 """Contacts of test tokens live in their own identity space: `is_test` (a constant default, no rewrite), and the
 email and external_id unique indexes take the mode as a column. Each new index is built CONCURRENTLY before the
 old one goes, so the contacts table keeps taking conversions and an address stays unique at every moment."""
+
 import django.db.models.functions.text
 from django.db import migrations, models
 
@@ -29,12 +30,17 @@ class Migration(migrations.Migration):
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.RemoveConstraint(model_name="customer", name="customers_customer_one_per_email"),
-                migrations.RemoveConstraint(model_name="customer", name="customers_customer_one_holder_per_external_id"),
+                migrations.RemoveConstraint(
+                    model_name="customer", name="customers_customer_one_holder_per_external_id"
+                ),
                 migrations.AddConstraint(
                     model_name="customer",
                     constraint=models.UniqueConstraint(
-                        django.db.models.functions.text.Lower("email"), models.F("workspace"), models.F("is_test"),
-                        condition=models.Q(("email", ""), _negated=True), name="customers_customer_one_per_email_and_mode",
+                        django.db.models.functions.text.Lower("email"),
+                        models.F("workspace"),
+                        models.F("is_test"),
+                        condition=models.Q(("email", ""), _negated=True),
+                        name="customers_customer_one_per_email_and_mode",
                     ),
                 ),
                 migrations.AddConstraint(
@@ -47,11 +53,18 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[
-                swap("customers_customer_one_per_email", "customers_customer_one_per_email_and_mode",
-                     "(lower(email)), workspace_id", "email <> ''"),
-                swap("customers_customer_one_holder_per_external_id",
-                     "customers_customer_one_holder_per_external_id_and_mode", "workspace_id, external_id",
-                     "external_id <> ''"),
+                swap(
+                    "customers_customer_one_per_email",
+                    "customers_customer_one_per_email_and_mode",
+                    "(lower(email)), workspace_id",
+                    "email <> ''",
+                ),
+                swap(
+                    "customers_customer_one_holder_per_external_id",
+                    "customers_customer_one_holder_per_external_id_and_mode",
+                    "workspace_id, external_id",
+                    "external_id <> ''",
+                ),
             ],
         ),
     ]

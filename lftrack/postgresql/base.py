@@ -1,4 +1,5 @@
 """Django's PostgreSQL backend with a health check that costs no round trip (`ENGINE = "lftrack.postgresql"`)."""
+
 import select
 
 from django.db.backends.postgresql import base

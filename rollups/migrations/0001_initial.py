@@ -5,42 +5,69 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('campaigns', '0005_lead_tail_index'),
-        ('clicks', '0003_click_tail_index'),
-        ('workspaces', '0001_initial'),
+        ("campaigns", "0005_lead_tail_index"),
+        ("clicks", "0003_click_tail_index"),
+        ("workspaces", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Watermark',
+            name="Watermark",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(max_length=63, unique=True)),
-                ('last_id', models.BigIntegerField(default=0)),
-                ('rolled_up_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source", models.CharField(max_length=63, unique=True)),
+                ("last_id", models.BigIntegerField(default=0)),
+                ("rolled_up_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='CampaignTotals',
+            name="CampaignTotals",
             fields=[
-                ('campaign', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='totals', serialize=False, to='campaigns.campaign')),
-                ('leads', models.BigIntegerField(default=0)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                (
+                    "campaign",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="totals",
+                        serialize=False,
+                        to="campaigns.campaign",
+                    ),
+                ),
+                ("leads", models.BigIntegerField(default=0)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='LinkTotals',
+            name="LinkTotals",
             fields=[
-                ('link', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='totals', serialize=False, to='clicks.link')),
-                ('clicks', models.BigIntegerField(default=0)),
-                ('leads', models.BigIntegerField(default=0)),
-                ('sales', models.BigIntegerField(default=0)),
-                ('revenue_cents', models.BigIntegerField(default=0)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                (
+                    "link",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="totals",
+                        serialize=False,
+                        to="clicks.link",
+                    ),
+                ),
+                ("clicks", models.BigIntegerField(default=0)),
+                ("leads", models.BigIntegerField(default=0)),
+                ("sales", models.BigIntegerField(default=0)),
+                ("revenue_cents", models.BigIntegerField(default=0)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+                    ),
+                ),
             ],
         ),
     ]

@@ -14,6 +14,7 @@ sees the first and counts the pair, so a suppression racing an enrollment is cou
 Relied on, as the services guarantee: an enrollment's campaign, workspace and customer never change,
 and a contact's address never changes once it has enrollments (customer_match only fills a blank).
 """
+
 from django.db import migrations
 
 DELTAS = "rollups_campaignnumberdelta"
@@ -100,8 +101,10 @@ def _pg_states(rows: str, sign: str) -> str:
 
 
 def _pg_sends(rows: str, sign: str) -> str:
-    return (f"SELECT campaign_id, {sign}(status = 'sent')::int AS sends,"
-            f" {sign}(complained_at IS NOT NULL)::int AS complaints FROM {rows}")
+    return (
+        f"SELECT campaign_id, {sign}(status = 'sent')::int AS sends,"
+        f" {sign}(complained_at IS NOT NULL)::int AS complaints FROM {rows}"
+    )
 
 
 _STATE_VALUES = "d.campaign_id, d.active, d.stopped, d.completed, 0, 0, 0"
@@ -157,8 +160,10 @@ BEGIN
     RETURN NULL;
 END $$;
 """
-for _table, _function in [("campaigns_enrollment", "rollups_enrollment_numbers"),
-                          ("campaigns_emailsend", "rollups_emailsend_numbers")]:
+for _table, _function in [
+    ("campaigns_enrollment", "rollups_enrollment_numbers"),
+    ("campaigns_emailsend", "rollups_emailsend_numbers"),
+]:
     PG_FORWARD += f"""
 CREATE TRIGGER {_function}_insert AFTER INSERT ON {_table}
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {_function}();
@@ -186,6 +191,7 @@ DROP FUNCTION rollups_enrollment_numbers();
 DROP FUNCTION rollups_unsubscribe_bucket(bigint, text);
 """
 
+
 def forward(apps, schema_editor) -> None:
     """Triggers first: CREATE TRIGGER holds off writers of those tables until this commits, so the count
     below and the log that starts empty meet exactly."""
@@ -198,7 +204,6 @@ def backward(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("campaigns", "0005_lead_tail_index"),
         ("customers", "0003_drop_redundant_indexes"),

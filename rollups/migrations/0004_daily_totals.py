@@ -4,8 +4,10 @@ The link totals were one row per link with one revenue figure; now a link has a 
 its clicks and leads), so no figure ever adds two currencies, and the same numbers per day answer any
 range of days.
 """
+
 import django.db.models.deletion
 from django.db import migrations, models
+
 
 def numbers() -> list[tuple]:
     return [
@@ -16,13 +18,22 @@ def numbers() -> list[tuple]:
         ("sales", models.BigIntegerField(db_default=0, default=0)),
         ("revenue_cents", models.BigIntegerField(db_default=0, default=0)),
         ("refunded_cents", models.BigIntegerField(db_default=0, default=0)),
-        ("link", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="clicks.link")),
-        ("workspace", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace")),
+        (
+            "link",
+            models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="clicks.link"
+            ),
+        ),
+        (
+            "workspace",
+            models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="workspaces.workspace"
+            ),
+        ),
     ]
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("clicks", "0006_click_enrichment"),
         ("conversions", "0005_currency_test_mode"),

@@ -4,6 +4,7 @@ The watermark rows are locked meanwhile, so no roll-up runs in between: totals p
 watermarks stay exact. Bot clicks and test-mode events are left out, as the roll-ups leave them out. Going
 back resets the watermarks of clicks and events, so the next roll-up counts everything again.
 """
+
 from django.db import migrations
 
 MARK = "(SELECT COALESCE(MAX(last_id), 0) FROM rollups_watermark WHERE source = '{}')"
@@ -31,13 +32,15 @@ def fill(table: str, *, daily: bool) -> list[str]:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("rollups", "0004_daily_totals")]
 
     operations = [
         migrations.RunSQL(
-            ["SELECT 1 FROM rollups_watermark FOR UPDATE", *fill("rollups_linktotals", daily=False),
-             *fill("rollups_dailytotals", daily=True)],
+            [
+                "SELECT 1 FROM rollups_watermark FOR UPDATE",
+                *fill("rollups_linktotals", daily=False),
+                *fill("rollups_dailytotals", daily=True),
+            ],
             "UPDATE rollups_watermark SET last_id = 0, rolled_up_at = NULL"
             " WHERE source IN ('clicks_click', 'conversions_conversionevent')",
         ),

@@ -11,6 +11,7 @@ log cannot deadlock with it): the fill then counts exactly the rows that no logg
 One set-based statement, a few seconds at millions of sends (docs/benchmarks.md, "Campaign funnel"), during
 which the sender waits.
 """
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -26,18 +27,24 @@ def _send_numbers(*, keys: list[str], numbers: dict[str, str]) -> str:
     sums = ", ".join(f"SUM({name})" for name in numbers)
 
     def rows(table: str, sign: str) -> str:
-        values = ", ".join([*(expr if expr == name else f"{expr} AS {name}" for name, expr in keys.items()),
-                            *(f"{sign}({condition})::int AS {name}" for name, condition in numbers.items())])
+        values = ", ".join(
+            [
+                *(expr if expr == name else f"{expr} AS {name}" for name, expr in keys.items()),
+                *(f"{sign}({condition})::int AS {name}" for name, condition in numbers.items()),
+            ]
+        )
         return f"SELECT {values} FROM {table}"
 
     def log(*parts: str) -> str:
         groups = ", ".join(str(n) for n in range(1, len(keys) + 1))
         changed = " OR ".join(f"SUM({name}) <> 0" for name in numbers)
         union = "\n            UNION ALL ".join(parts)
-        return (f"\n        INSERT INTO {DELTAS} ({columns}, {ZEROS})"
-                f"\n        SELECT {', '.join(keys)}, {sums}, 0, 0, 0, 0 FROM ("
-                f"\n            {union}"
-                f"\n        ) AS changes GROUP BY {groups} HAVING {changed};")
+        return (
+            f"\n        INSERT INTO {DELTAS} ({columns}, {ZEROS})"
+            f"\n        SELECT {', '.join(keys)}, {sums}, 0, 0, 0, 0 FROM ("
+            f"\n            {union}"
+            f"\n        ) AS changes GROUP BY {groups} HAVING {changed};"
+        )
 
     return f"""
 CREATE OR REPLACE FUNCTION rollups_emailsend_numbers() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -53,8 +60,10 @@ END $$;
 
 
 SENDS = {"sends": "status = 'sent'", "complaints": "complained_at IS NOT NULL"}
-PG_FORWARD = _send_numbers(keys={"campaign_id": "campaign_id", "position": "position", "day": DAY},
-                           numbers={**SENDS, "failed": "status = 'failed'"})
+PG_FORWARD = _send_numbers(
+    keys={"campaign_id": "campaign_id", "position": "position", "day": DAY},
+    numbers={**SENDS, "failed": "status = 'failed'"},
+)
 PG_REVERSE = _send_numbers(keys={"campaign_id": "campaign_id"}, numbers=SENDS)  # 0003's
 
 FILL = f"""
@@ -74,7 +83,6 @@ def backward(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("campaigns", "0009_provider_hooks"),
         ("rollups", "0006_daily_click_kinds"),
@@ -105,13 +113,23 @@ class Migration(migrations.Migration):
                 ("day", models.DateField()),
                 ("sent", models.BigIntegerField(default=0)),
                 ("failed", models.BigIntegerField(default=0)),
-                ("campaign", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
-                                               related_name="+", to="campaigns.campaign")),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="campaigns.campaign",
+                    ),
+                ),
             ],
             options={
                 "verbose_name_plural": "daily step sends",
-                "constraints": [models.UniqueConstraint(fields=("campaign", "position", "day"),
-                                                        name="rollups_dailystepsends_one_per_day")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("campaign", "position", "day"), name="rollups_dailystepsends_one_per_day"
+                    )
+                ],
             },
         ),
         migrations.RunPython(forward, backward),

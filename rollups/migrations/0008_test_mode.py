@@ -3,6 +3,7 @@ are replaced by the same functions skipping test rows (an enrollment's mode neve
 Test sends need nothing: their status `test` is neither sent nor failed, and they are never complained of (the
 check constraint campaigns_emailsend_test_never_complained). No test row existed before this migration, so
 nothing logged so far changes."""
+
 from django.db import migrations
 
 DELTAS = "rollups_campaignnumberdelta"
@@ -14,7 +15,7 @@ _STATES = ["active", "stopped", "completed"]
 def _functions(live: str) -> str:
     """0003's enrollment and suppression trigger functions; `live` is the extra condition on an enrollment row
     ("r.is_test" false), empty for 0003's own."""
-    enrollment = f" AND NOT {{}}.is_test" if live else ""
+    enrollment = " AND NOT {}.is_test" if live else ""
 
     def rows(table: str, sign: str) -> str:
         return f"""
@@ -87,7 +88,6 @@ END $$;
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("campaigns", "0010_test_mode"),
         ("rollups", "0007_daily_step_sends"),

@@ -1,4 +1,5 @@
 """Admin fixtures: a logged-in client per person of the story, and one small world per workspace."""
+
 from dataclasses import dataclass
 
 import pytest
@@ -90,14 +91,19 @@ class World:
 
 
 def build_world(workspace, prefix: str) -> World:
-    contact = CustomerFactory(workspace=workspace, email=f"{prefix}-ada@example.com", name=f"{prefix.title()} Ada",
-                              external_id=f"{prefix}-user-1")
+    contact = CustomerFactory(
+        workspace=workspace,
+        email=f"{prefix}-ada@example.com",
+        name=f"{prefix.title()} Ada",
+        external_id=f"{prefix}-user-1",
+    )
     activity = CustomerActivityFactory(customer=contact, external_id=contact.external_id)
     post = PostFactory(workspace=workspace, title=f"{prefix.title()} launch post")
     link = LinkFactory(post=post, destination=f"https://{prefix}.example.com/landing")
     click = ClickFactory(link=link)
-    conversion = ConversionEventFactory(click=click, customer=contact, event="sale", value_cents=49000,
-                                        event_name=f"{prefix.title()} annual plan")
+    conversion = ConversionEventFactory(
+        click=click, customer=contact, event="sale", value_cents=49000, event_name=f"{prefix.title()} annual plan"
+    )
     campaign = CampaignFactory(workspace=workspace, slug=f"{prefix}-spring", name=f"{prefix.title()} spring campaign")
     email = CampaignEmailFactory(campaign=campaign, position=1, subject=f"{prefix.title()} welcome")
     enrollment = EnrollmentFactory(campaign=campaign, customer=contact)
@@ -105,8 +111,21 @@ def build_world(workspace, prefix: str) -> World:
     send = EmailSendFactory(enrollment=enrollment, campaign_email=email)
     suppression = SuppressionFactory(workspace=workspace, email=f"{prefix}-gone@example.com")
     token = ApiTokenFactory(workspace=workspace, name=f"{prefix.title()} server")
-    return World(workspace, token, contact, post, link, click, conversion, campaign, email, enrollment, suppression,
-                 send, activity)
+    return World(
+        workspace,
+        token,
+        contact,
+        post,
+        link,
+        click,
+        conversion,
+        campaign,
+        email,
+        enrollment,
+        suppression,
+        send,
+        activity,
+    )
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """In headless Chromium: an owner creates a token, the API accepts it, she revokes it, the API refuses it."""
+
 import json
 import urllib.error
 import urllib.request
@@ -28,7 +29,6 @@ def post_json(url: str, body: dict, token: str) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
-
 def log_in(browser, wait, base_url: str, username: str) -> None:
     """Through the login form, then wait for the page it leads to: the login page has #content-main too, so
     waiting for that raced the form's POST (the next page opened before the session cookie was set)."""
@@ -45,6 +45,7 @@ def log_in(browser, wait, base_url: str, username: str) -> None:
 
 def log_in_as_alice(browser, wait, live_server) -> None:
     log_in(browser, wait, live_server.url, "alice")
+
 
 def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
     from selenium.webdriver.common.by import By
@@ -72,8 +73,13 @@ def test_owner_creates_a_token_uses_it_revokes_it(browser, live_server):
     wait.until(ec.text_to_be_present_in_element((By.ID, "copy-token"), "Copied"))
 
     api = live_server.url + "/api/v1/conversions"
-    sale = {"event": "sale", "click_id": click.click_id, "value_cents": 49000, "event_name": "Annual plan",
-            "customer": {"email": "ada@example.com", "name": "Ada Lovelace", "external_id": "user_42"}}
+    sale = {
+        "event": "sale",
+        "click_id": click.click_id,
+        "value_cents": 49000,
+        "event_name": "Annual plan",
+        "customer": {"email": "ada@example.com", "name": "Ada Lovelace", "external_id": "user_42"},
+    }
     status, body = post_json(api, sale, secret)
     assert status == 201, body
     assert body["customer"]["external_id"] == "user_42"

@@ -1,6 +1,7 @@
 """In headless Chromium, as marketers use the back office: the dashboard's totals and chart, a link made and
 followed, the contact page, pausing a campaign, enrolling from the list, importing and exporting CSV, and an
 editor who sees only their workspace. Explicit waits only."""
+
 import csv
 import io
 from datetime import timedelta
@@ -75,7 +76,9 @@ def test_dashboard_totals_for_a_range_and_a_filter_and_chart_points_equal_plain_
     expected = plain(acme, since, today)
     assert total(browser, "clicks") == f"{expected['totals']['clicks']:,}"
     assert total(browser, "leads") == f"{expected['totals']['leads']:,}"
-    assert chart_points(browser, wait, 0) == [expected["per_day"][since + timedelta(days=n)]["clicks"] for n in range(7)]
+    assert chart_points(browser, wait, 0) == [
+        expected["per_day"][since + timedelta(days=n)]["clicks"] for n in range(7)
+    ]
     assert chart_points(browser, wait, 1) == [expected["per_day"][since + timedelta(days=n)]["leads"] for n in range(7)]
 
     from selenium.webdriver.support.ui import Select
@@ -103,13 +106,23 @@ def test_an_owner_makes_a_link_follows_it_and_reads_the_contact(ui, acme):
     wait.until(lambda b: "lf_cid=" in b.current_url)
     assert browser.current_url.startswith(base + "/healthz?utm_source=newsletter&lf_cid=")
     click_id = parse_qs(urlsplit(browser.current_url).query)["lf_cid"][0]
-    status, body = post_json(base + "/api/v1/conversions", {"event": "sale", "click_id": click_id, "value_cents": 2500,
-                             "customer": {"email": "ada@example.com", "name": "Ada"}}, token.secret)
+    status, body = post_json(
+        base + "/api/v1/conversions",
+        {
+            "event": "sale",
+            "click_id": click_id,
+            "value_cents": 2500,
+            "customer": {"email": "ada@example.com", "name": "Ada"},
+        },
+        token.secret,
+    )
     assert status == 201, body
     contact = Customer.objects.get(workspace=acme, email="ada@example.com")
     spring = CampaignFactory(workspace=acme, name="Spring")
-    EmailSendFactory(enrollment=EnrollmentFactory(campaign=spring, customer=contact),
-                     campaign_email=CampaignEmailFactory(campaign=spring, position=1, subject="Welcome, {{ name }}"))
+    EmailSendFactory(
+        enrollment=EnrollmentFactory(campaign=spring, customer=contact),
+        campaign_email=CampaignEmailFactory(campaign=spring, position=1, subject="Welcome, {{ name }}"),
+    )
 
     browser.get(base + reverse("admin:customers_customer_change", args=[contact.pk]))
     clicks = wait_css(wait, "#contact-clicks").text
@@ -150,7 +163,9 @@ def test_pause_and_resume_a_campaign_and_enroll_contacts_from_the_list(ui, acme)
     by_css(browser, "input[name=_save]").click()
     assert wait_css(wait, ".messagelist .success").text == "Enrolled in Spring: 2 reused."
     assert set(Enrollment.objects.filter(campaign=spring).values_list("customer__email", flat=True)) == {
-        "ada@example.com", "bea@example.com"}
+        "ada@example.com",
+        "bea@example.com",
+    }
 
 
 def test_csv_import_dry_run_then_import_and_exports_download_the_filtered_rows(ui, acme, tmp_path):
@@ -180,9 +195,12 @@ def test_csv_import_dry_run_then_import_and_exports_download_the_filtered_rows(u
     browser.get(base + reverse("admin:customers_customer_changelist") + "?source__exact=manual")
     href = wait_css(wait, "#export-csv").get_attribute("href")
     text = browser.execute_async_script(
-        "var done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);", href)
+        "var done = arguments[arguments.length - 1]; fetch(arguments[0]).then(r => r.text()).then(done);", href
+    )
     rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
-    assert [(row["email"], row["external_id"], row["came in by"]) for row in rows] == [("ada@example.com", "crm-1", "Manual")]
+    assert [(row["email"], row["external_id"], row["came in by"]) for row in rows] == [
+        ("ada@example.com", "crm-1", "Manual")
+    ]
 
 
 def test_an_editor_sees_only_their_workspace(ui, acme, globex, story):

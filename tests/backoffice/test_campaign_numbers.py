@@ -1,5 +1,6 @@
 """Campaign numbers (enrollments by state, sends, unsubscribes, complaints) equal plain COUNTs through every
 state change, before, between and after roll-ups; another workspace's campaigns stay invisible."""
+
 from datetime import timedelta
 
 import pytest
@@ -96,7 +97,13 @@ def test_numbers_stay_exact_through_every_state_change(as_bob, acme, globex, tim
     time_machine.move_to(NOW + timedelta(minutes=61), tick=False)
     assert run_pass().sent == 3  # step 2: ada, cy and dee complete
     assert assert_exact(as_bob, spring, autumn)["spring"] == {
-        "leads": 4, "enrollments": 4, "active": 0, "stopped": 1, "completed": 3, "sends": 7, "unsubscribes": 0,
+        "leads": 4,
+        "enrollments": 4,
+        "active": 0,
+        "stopped": 1,
+        "completed": 3,
+        "sends": 7,
+        "unsubscribes": 0,
         "complaints": 0,
     }
 
@@ -109,7 +116,13 @@ def test_numbers_stay_exact_through_every_state_change(as_bob, acme, globex, tim
     unsubscribe(workspace=acme, email="ada@example.com")  # already bounced: the first reason stays
     suppression_add(workspace=acme, email="bea@example.com", reason="unsubscribed", channel="manual")  # stops bea
     assert assert_exact(as_bob, spring, autumn)["spring"] == {
-        "leads": 4, "enrollments": 4, "active": 0, "stopped": 1, "completed": 3, "sends": 7, "unsubscribes": 2,
+        "leads": 4,
+        "enrollments": 4,
+        "active": 0,
+        "stopped": 1,
+        "completed": 3,
+        "sends": 7,
+        "unsubscribes": 2,
         "complaints": 1,
     }
     assert campaign_lead_add(campaign=spring, email="bea@example.com").outcome == "suppressed"  # no change
@@ -121,8 +134,12 @@ def test_numbers_stay_exact_through_every_state_change(as_bob, acme, globex, tim
     numbers_roll_up()
     assert_exact(as_bob, spring, autumn, but="leads")
     totals = CampaignTotals.objects.get(campaign=spring)
-    assert (totals.enrollments_active + totals.enrollments_stopped + totals.enrollments_completed, totals.sends,
-            totals.unsubscribes, totals.complaints) == (3, 5, 2, 0)
+    assert (
+        totals.enrollments_active + totals.enrollments_stopped + totals.enrollments_completed,
+        totals.sends,
+        totals.unsubscribes,
+        totals.complaints,
+    ) == (3, 5, 2, 0)
     assert not CampaignNumberDelta.objects.exists()  # rolled up, then dropped from the log
     assert counted(theirs)["sends"] == CampaignTotals.objects.get(campaign=theirs).sends == 1
 
@@ -155,7 +172,13 @@ def test_rows_written_outside_the_services_are_counted_too(as_bob, acme):
     numbers_roll_up()
     Suppression.objects.filter(email="ada@example.com").update(reason="complained")
     assert assert_exact(as_bob, spring, autumn)["spring"] == {
-        "leads": 0, "enrollments": 2, "active": 2, "stopped": 0, "completed": 0, "sends": 2, "unsubscribes": 0,
+        "leads": 0,
+        "enrollments": 2,
+        "active": 2,
+        "stopped": 0,
+        "completed": 0,
+        "sends": 2,
+        "unsubscribes": 0,
         "complaints": 0,
     }
     Suppression.objects.filter(email="ada@example.com").delete()

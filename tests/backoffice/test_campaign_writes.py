@@ -1,6 +1,7 @@
 """Owners' campaign writes, each through the campaigns service: stop and resume recipients, add and
 activate sequence emails, create campaigns, suppress addresses. Editors and other workspaces cannot."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -12,7 +13,7 @@ from tests.factories import CampaignEmailFactory, CampaignFactory, SuppressionFa
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 RECIPIENTS = reverse("admin:campaigns_enrollment_changelist")
 
 
@@ -84,9 +85,13 @@ def test_editors_cannot_stop_or_resume(as_bob, spring):
 
 
 def inline_data(campaign, rows: list[dict], name=None) -> dict:
-    data = {"name": name or campaign.name, "emails-TOTAL_FORMS": len(rows),
-            "emails-INITIAL_FORMS": sum(1 for row in rows if row.get("id")),
-            "emails-MIN_NUM_FORMS": 0, "emails-MAX_NUM_FORMS": 1000}
+    data = {
+        "name": name or campaign.name,
+        "emails-TOTAL_FORMS": len(rows),
+        "emails-INITIAL_FORMS": sum(1 for row in rows if row.get("id")),
+        "emails-MIN_NUM_FORMS": 0,
+        "emails-MAX_NUM_FORMS": 1000,
+    }
     for i, row in enumerate(rows):
         for key, value in row.items():
             if key == "active" and not value:
@@ -97,8 +102,13 @@ def inline_data(campaign, rows: list[dict], name=None) -> dict:
 
 
 def existing(step: CampaignEmail, **changes) -> dict:
-    row = {"id": step.pk, "subject": step.subject, "body": step.body, "delay_minutes": step.delay_minutes,
-           "active": step.active}
+    row = {
+        "id": step.pk,
+        "subject": step.subject,
+        "body": step.body,
+        "delay_minutes": step.delay_minutes,
+        "active": step.active,
+    }
     return {**row, **changes}
 
 
@@ -111,13 +121,17 @@ def test_owner_adds_a_step_and_activates_it_which_schedules_waiting_recipients(a
     new_step = {"subject": "Tips", "body": "Some tips", "delay_minutes": 1440, "active": False}
     response = as_alice.post(url, inline_data(campaign, [existing(draft, subject="Hello there"), new_step]))
     assert response.status_code == 302, response.content.decode()[:2000]
-    steps = list(CampaignEmail.objects.filter(campaign=campaign).order_by("position").values_list(
-        "position", "subject", "active", "workspace_id"))
+    steps = list(
+        CampaignEmail.objects.filter(campaign=campaign)
+        .order_by("position")
+        .values_list("position", "subject", "active", "workspace_id")
+    )
     assert steps == [(1, "Hello there", False, acme.pk), (2, "Tips", False, acme.pk)]
     assert fresh(waiting).next_send_at is None
     draft.refresh_from_db()
-    response = as_alice.post(url, inline_data(campaign, [existing(draft, active=True),
-                                                         existing(CampaignEmail.objects.get(position=2))]))
+    response = as_alice.post(
+        url, inline_data(campaign, [existing(draft, active=True), existing(CampaignEmail.objects.get(position=2))])
+    )
     assert response.status_code == 302
     draft.refresh_from_db()
     assert draft.active
@@ -175,7 +189,8 @@ def test_suppress_contacts_action_is_for_owners_and_their_own_contacts(as_alice,
     response = as_alice.post(contacts, data)
     assert response.status_code == 302
     assert list(Suppression.objects.values_list("workspace_id", "email", "reason")) == [
-        (acme.pk, "ada@example.com", "unsubscribed")]
+        (acme.pk, "ada@example.com", "unsubscribed")
+    ]
     assert (fresh(ada).state, fresh(theirs).state) == ("stopped", "active")
     assert CustomerActivity.objects.filter(customer_id=ada.customer_id, kind="suppressed", channel="manual").exists()
 
@@ -237,7 +252,9 @@ def test_the_campaign_page_pauses_and_resumes_it(as_alice, spring):
 
 def test_only_owners_of_the_campaign_switch_it_and_only_by_post(as_alice, as_bob, as_charlie, spring):
     switch = reverse("admin:campaigns_campaign_switch", args=[spring.pk])
-    assert "Pause sending" not in as_bob.get(reverse("admin:campaigns_campaign_change", args=[spring.pk])).content.decode()
+    assert (
+        "Pause sending" not in as_bob.get(reverse("admin:campaigns_campaign_change", args=[spring.pk])).content.decode()
+    )
     assert as_bob.post(switch).status_code == 403
     assert as_charlie.post(switch).status_code == 403
     assert as_alice.get(switch).status_code == 403

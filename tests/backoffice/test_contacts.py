@@ -1,5 +1,6 @@
 """Contacts: search, source and suppression filters, the contact page, and adding a contact by hand."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -42,15 +43,23 @@ def people(acme, globex):
     return {
         "ada": CustomerFactory(workspace=acme, email="Ada@Lovelace.test", name="Ada Lovelace", external_id="crm-1"),
         "grace": CustomerFactory(workspace=acme, email="grace@hopper.test", name="Grace Hopper", source="pixel"),
-        "alan": CustomerFactory(workspace=acme, email="alan@turing.test", name="Alan", source="manual", external_id="crm-9"),
+        "alan": CustomerFactory(
+            workspace=acme, email="alan@turing.test", name="Alan", source="manual", external_id="crm-9"
+        ),
         "gina": CustomerFactory(workspace=globex, email="ada@globex.test", name="Ada Globex", external_id="crm-1"),
     }
 
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [("lovelace", {"Ada@Lovelace.test"}), ("hopper", {"grace@hopper.test"}), ("crm-9", {"alan@turing.test"}),
-     ("ADA", {"Ada@Lovelace.test"}), ("crm-1", {"Ada@Lovelace.test"}), ("nobody", set())],
+    [
+        ("lovelace", {"Ada@Lovelace.test"}),
+        ("hopper", {"grace@hopper.test"}),
+        ("crm-9", {"alan@turing.test"}),
+        ("ADA", {"Ada@Lovelace.test"}),
+        ("crm-1", {"Ada@Lovelace.test"}),
+        ("nobody", set()),
+    ],
 )
 def test_search_by_email_name_and_external_id(as_bob, people, query, expected):
     assert listed(as_bob, q=query) == expected
@@ -85,26 +94,50 @@ def test_the_suppressed_column_says_so_in_words(as_bob, people, acme):
 def moved(acme):
     """A holds external_id crm-7; B arrives with its own email and the same id, which moves to B."""
     a = customer_match(workspace=acme, channel="api", email="a@example.com", external_id="crm-7", name="First").customer
-    b = customer_match(workspace=acme, channel="api", email="b@example.com", external_id="crm-7", name="Second").customer
+    b = customer_match(
+        workspace=acme, channel="api", email="b@example.com", external_id="crm-7", name="Second"
+    ).customer
     return a, b
 
 
 def test_contact_page_shows_identity_conversions_enrollments_and_timeline(as_bob, acme, moved):
     a, b = moved
     link = LinkFactory(post__workspace=acme, post__title="Black Friday post", destination="https://acme.test/bf")
-    ConversionEventFactory(click__link=link, customer=b, event="sale", value_cents=49000, event_name="Annual plan",
-                           occurred_at=datetime(2026, 3, 1, 12, 30, tzinfo=timezone.utc))
+    ConversionEventFactory(
+        click__link=link,
+        customer=b,
+        event="sale",
+        value_cents=49000,
+        event_name="Annual plan",
+        occurred_at=datetime(2026, 3, 1, 12, 30, tzinfo=UTC),
+    )
     ConversionEventFactory(click__link=link, customer=b, event="lead", event_name="Signed up")
     campaign = CampaignFactory(workspace=acme, name="Onboarding")
-    EnrollmentFactory(campaign=campaign, customer=b, next_send_at=datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc))
+    EnrollmentFactory(campaign=campaign, customer=b, next_send_at=datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     SuppressionFactory(workspace=acme, email="b@example.com", reason="bounced")
 
     page = page_of(as_bob, b)
-    for text in ("b@example.com", "Second", "crm-7", "API",  # identity and how they came in
-                 "Sale", f"/l/{link.key}", "Black Friday post", "490.00", "Annual plan", "2026-03-01 12:30",
-                 "Lead", "Signed up",  # conversions
-                 "Onboarding", "Active", "2026-03-02 09:00",  # enrollments
-                 "External id “crm-7” moved in from", "a@example.com", "Suppressed: bounced", "bounced since"):
+    for text in (
+        "b@example.com",
+        "Second",
+        "crm-7",
+        "API",  # identity and how they came in
+        "Sale",
+        f"/l/{link.key}",
+        "Black Friday post",
+        "490.00",
+        "Annual plan",
+        "2026-03-01 12:30",
+        "Lead",
+        "Signed up",  # conversions
+        "Onboarding",
+        "Active",
+        "2026-03-02 09:00",  # enrollments
+        "External id “crm-7” moved in from",
+        "a@example.com",
+        "Suppressed: bounced",
+        "bounced since",
+    ):
         assert text in page, text
     page_a = page_of(as_bob, a)
     assert "External id “crm-7” moved out to" in page_a and "b@example.com" in page_a
@@ -113,41 +146,87 @@ def test_contact_page_shows_identity_conversions_enrollments_and_timeline(as_bob
 
 def test_contact_page_shows_first_touch_clicks_emails_and_one_timeline(as_bob, acme, moved):
     _, b = moved
-    march = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-    link = LinkFactory(post__workspace=acme, post__title="Spring post",
-                       destination="https://acme.test/p?utm_source=newsletter&utm_medium=email&utm_campaign=spring&x=1")
-    first = ClickFactory(link=link, referrer="https://news.example.org/issue/12", referrer_domain="news.example.org",
-                         device="mobile", browser="Mobile Safari", os="iOS")
+    march = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    link = LinkFactory(
+        post__workspace=acme,
+        post__title="Spring post",
+        destination="https://acme.test/p?utm_source=newsletter&utm_medium=email&utm_campaign=spring&x=1",
+    )
+    first = ClickFactory(
+        link=link,
+        referrer="https://news.example.org/issue/12",
+        referrer_domain="news.example.org",
+        device="mobile",
+        browser="Mobile Safari",
+        os="iOS",
+    )
     Click.objects.filter(pk=first.pk).update(created_at=march)
     ConversionEventFactory(click=first, customer=b, event="lead", occurred_at=march + timedelta(minutes=5))
     later = ClickFactory(link=LinkFactory(post__workspace=acme, post__title="Autumn post"), referrer_domain="t.co")
     ConversionEventFactory(click=later, customer=b, event="sale", value_cents=1500)
     ClickFactory(link=link)  # somebody else's click: not this contact's
     campaign = CampaignFactory(workspace=acme, name="Onboarding")
-    enrollment = EnrollmentFactory(campaign=campaign, customer=b, enrolled_at=march + timedelta(minutes=6),
-                                   state="stopped", stopped_at=march + timedelta(days=2))
+    enrollment = EnrollmentFactory(
+        campaign=campaign,
+        customer=b,
+        enrolled_at=march + timedelta(minutes=6),
+        state="stopped",
+        stopped_at=march + timedelta(days=2),
+    )
     step = CampaignEmailFactory(campaign=campaign, position=1, subject="Welcome, {{ name }}")
-    EmailSendFactory(enrollment=enrollment, campaign_email=step, sent_at=march + timedelta(days=1),
-                     complained_at=march + timedelta(days=1, hours=2))
-    EmailSendFactory(enrollment=enrollment, campaign_email=None, position=2, status="failed",
-                     sent_at=march + timedelta(days=1, hours=3), error="550 mailbox unavailable")
+    EmailSendFactory(
+        enrollment=enrollment,
+        campaign_email=step,
+        sent_at=march + timedelta(days=1),
+        complained_at=march + timedelta(days=1, hours=2),
+    )
+    EmailSendFactory(
+        enrollment=enrollment,
+        campaign_email=None,
+        position=2,
+        status="failed",
+        sent_at=march + timedelta(days=1, hours=3),
+        error="550 mailbox unavailable",
+    )
 
     page = page_of(as_bob, b)
     first_touch = page.split('id="contact-first-touch"')[1].split('id="contact-timeline"')[0]
-    for text in ("2026-03-01 12:00", f"/l/{link.key}", "Spring post", "https://news.example.org/issue/12", "mobile",
-                 "Mobile Safari", "newsletter", "email", "spring"):
+    for text in (
+        "2026-03-01 12:00",
+        f"/l/{link.key}",
+        "Spring post",
+        "https://news.example.org/issue/12",
+        "mobile",
+        "Mobile Safari",
+        "newsletter",
+        "email",
+        "spring",
+    ):
         assert text in first_touch, text
     assert "Autumn post" not in first_touch
     clicks = page.split('id="contact-clicks"')[1].split('id="contact-emails"')[0]
     assert clicks.count("<tr>") == 3  # the header and this contact's two clicks
     assert "news.example.org" in clicks and "t.co" in clicks
     emails = page.split('id="contact-emails"')[1].split('id="contact-enrollments"')[0]
-    for text in ("#1 Welcome, Second", "Sent, marked as spam 2026-03-02 14:00", "#2 (step removed)", "Failed",
-                 "550 mailbox unavailable", "Onboarding"):
+    for text in (
+        "#1 Welcome, Second",
+        "Sent, marked as spam 2026-03-02 14:00",
+        "#2 (step removed)",
+        "Failed",
+        "550 mailbox unavailable",
+        "Onboarding",
+    ):
         assert text in emails, text
     timeline = page.split('id="contact-timeline"')[1].split('id="contact-conversions"')[0]
-    order = ["External id “crm-7” moved in from", "Stopped in", "Email failed:", "Marked #1 Welcome, Second as spam",
-             "Emailed #1 Welcome, Second", "Enrolled in", "Lead"]
+    order = [
+        "External id “crm-7” moved in from",
+        "Stopped in",
+        "Email failed:",
+        "Marked #1 Welcome, Second as spam",
+        "Emailed #1 Welcome, Second",
+        "Enrolled in",
+        "Lead",
+    ]
     positions = [timeline.index(text) for text in order]
     assert positions == sorted(positions), "newest first"
     assert "Sale 15.00" in timeline and timeline.count("Clicked") == 2
@@ -171,7 +250,9 @@ def test_contact_page_is_read_only(as_alice, acme, moved):
 
 
 def test_editor_adds_a_contact_by_hand_through_the_matching_service(as_bob, acme):
-    response = as_bob.post(ADD, {"workspace": acme.pk, "email": "New@Person.test", "name": "New Person", "external_id": "crm-42"})
+    response = as_bob.post(
+        ADD, {"workspace": acme.pk, "email": "New@Person.test", "name": "New Person", "external_id": "crm-42"}
+    )
     contact = Customer.objects.get(workspace=acme, email="New@Person.test")
     assert response.status_code == 302
     assert response.url == reverse("admin:customers_customer_change", args=[contact.pk])
@@ -182,7 +263,9 @@ def test_editor_adds_a_contact_by_hand_through_the_matching_service(as_bob, acme
 
 def test_adding_a_known_email_reuses_the_contact_and_moves_the_external_id(as_bob, acme, moved):
     a, b = moved
-    response = as_bob.post(ADD, {"workspace": acme.pk, "email": "A@EXAMPLE.com", "name": "Other name", "external_id": "crm-7"})
+    response = as_bob.post(
+        ADD, {"workspace": acme.pk, "email": "A@EXAMPLE.com", "name": "Other name", "external_id": "crm-7"}
+    )
     assert response.status_code == 302
     assert Customer.objects.filter(workspace=acme).count() == 2
     a.refresh_from_db()
@@ -194,10 +277,12 @@ def test_adding_a_known_email_reuses_the_contact_and_moves_the_external_id(as_bo
 
 @pytest.mark.parametrize(
     ("data", "error"),
-    [({"email": "", "external_id": ""}, "customer needs email or external_id"),
-     ({"email": "not-an-email"}, "Enter a valid email address."),
-     ({"email": "x@example.com", "name": "n" * 201}, "Ensure this value has at most 200 characters"),
-     ({"email": "x@example.com", "external_id": "e" * 256}, "Ensure this value has at most 255 characters")],
+    [
+        ({"email": "", "external_id": ""}, "customer needs email or external_id"),
+        ({"email": "not-an-email"}, "Enter a valid email address."),
+        ({"email": "x@example.com", "name": "n" * 201}, "Ensure this value has at most 200 characters"),
+        ({"email": "x@example.com", "external_id": "e" * 256}, "Ensure this value has at most 255 characters"),
+    ],
 )
 def test_bad_input_on_the_add_form_changes_nothing(as_bob, acme, data, error):
     response = as_bob.post(ADD, {"workspace": acme.pk, **data})
@@ -248,5 +333,9 @@ def test_editors_cannot_enroll_contacts(as_bob, people, acme):
 
     spring = CampaignFactory(workspace=acme)
     assert b"enroll_contacts" not in as_bob.get(LIST).content
-    assert as_bob.post(reverse("admin:customers_customer_enroll"),
-                       {"ids": str(people["ada"].pk), "campaign": spring.pk}).status_code == 403
+    assert (
+        as_bob.post(
+            reverse("admin:customers_customer_enroll"), {"ids": str(people["ada"].pk), "campaign": spring.pk}
+        ).status_code
+        == 403
+    )

@@ -1,7 +1,8 @@
 """The dashboard, the back office's home: a workspace's numbers per day over a range against the range before,
 filtered by post, link or campaign from the URL, top posts and links, click kinds, revenue per currency."""
+
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import time_machine
@@ -23,7 +24,7 @@ from workspaces.models import Membership
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime(2026, 11, 20, 15, 0, tzinfo=dt_timezone.utc)
+NOW = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
 TODAY = NOW.date()
 
 
@@ -35,14 +36,20 @@ def frozen():
 
 def click_on(link, day: date, *, device="mobile", browser="Mobile Safari", referrer="t.co") -> Click:
     made = ClickFactory(link=link, device=device, browser=browser, referrer_domain=referrer)
-    Click.objects.filter(pk=made.pk).update(created_at=datetime.combine(day, datetime.min.time(), dt_timezone.utc)
-                                            + timedelta(hours=10))
+    Click.objects.filter(pk=made.pk).update(
+        created_at=datetime.combine(day, datetime.min.time(), UTC) + timedelta(hours=10)
+    )
     return made
 
 
 def convert(click, day: date, event="lead", value=None, currency="USD"):
-    return ConversionEventFactory(click=click, event=event, value_cents=value, currency=currency,
-                                  occurred_at=datetime.combine(day, datetime.min.time(), dt_timezone.utc) + timedelta(hours=11))
+    return ConversionEventFactory(
+        click=click,
+        event=event,
+        value_cents=value,
+        currency=currency,
+        occurred_at=datetime.combine(day, datetime.min.time(), UTC) + timedelta(hours=11),
+    )
 
 
 @pytest.fixture
@@ -113,13 +120,17 @@ def test_totals_chart_and_change_for_a_range(as_bob, acme, story):
 def test_a_filter_kept_in_the_url_narrows_every_number(as_bob, acme, story):
     a, b, c = story["links"]
     since = TODAY - timedelta(days=29)
-    for params, links in (({"post": story["autumn_post"].pk}, {c.pk}), ({"link": a.pk}, {a.pk}),
-                          ({"campaign": story["spring"].pk}, {a.pk, b.pk})):
+    for params, links in (
+        ({"post": story["autumn_post"].pk}, {c.pk}),
+        ({"link": a.pk}, {a.pk}),
+        ({"campaign": story["spring"].pk}, {a.pk, b.pk}),
+    ):
         response = as_bob.get("/admin/", {"range": "30", **params})
         expected = plain(acme, since, TODAY, links=links)
         assert cards(response)["Leads"]["value"] == f"{expected['totals']['leads']:,}", params
-        assert response.context["chart"]["clicks"] == [expected["per_day"][since + timedelta(days=n)]["clicks"]
-                                                        for n in range(30)]
+        assert response.context["chart"]["clicks"] == [
+            expected["per_day"][since + timedelta(days=n)]["clicks"] for n in range(30)
+        ]
         # The view's own links keep the filter: another range, the same post, link or campaign.
         (_, _, url_7), *_ = response.context["ranges"]
         key, value = next(iter(params.items()))
@@ -158,11 +169,18 @@ def test_top_posts_links_and_where_clicks_came_from(as_bob, acme, story):
     assert referrers == {"t.co", "none (direct, an app or a private link)"}
 
 
-@pytest.mark.parametrize("params", [
-    {"range": "custom", "since": "2026-13-01", "until": "x"}, {"range": "custom", "since": "2030-01-01", "until": "2030-01-02"},
-    {"range": "custom", "since": "2020-01-01", "until": "2026-11-20"}, {"range": "999"}, {"post": "abc"},
-    {"workspace": "9" * 30}, {"currency": "<script>"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"range": "custom", "since": "2026-13-01", "until": "x"},
+        {"range": "custom", "since": "2030-01-01", "until": "2030-01-02"},
+        {"range": "custom", "since": "2020-01-01", "until": "2026-11-20"},
+        {"range": "999"},
+        {"post": "abc"},
+        {"workspace": "9" * 30},
+        {"currency": "<script>"},
+    ],
+)
 def test_strange_parameters_show_the_default_view(as_bob, story, params):
     response = as_bob.get("/admin/", params)
     assert response.status_code == 200

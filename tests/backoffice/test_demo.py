@@ -1,5 +1,6 @@
 """`manage.py demo` gives a person an admin login (user `demo`, owner of the demo workspace) and a token,
 the same on every run until `--reset`."""
+
 import json
 from io import StringIO
 

@@ -1,6 +1,7 @@
 """Contact imports and exports run in the member's own request, not in a shared queue: one workspace's import in
 the middle of its transaction leaves another workspace's import and export on time (docs/concurrency.md,
 "Fair shares")."""
+
 import csv
 import io
 import threading
@@ -34,7 +35,11 @@ def in_thread(work) -> tuple[threading.Thread, list]:
 
 
 def test_a_workspaces_import_holding_its_transaction_leaves_another_workspaces_import_and_export_alone(
-    as_bob, as_charlie, acme, globex, monkeypatch,
+    as_bob,
+    as_charlie,
+    acme,
+    globex,
+    monkeypatch,
 ):
     real = imports.customer_match
     holding, release = threading.Event(), threading.Event()

@@ -1,8 +1,9 @@
 """The funnel's sends per step (sent, failed) and per step and UTC day equal plain counts of the sends through every
 state change the sender and the rest make (reserved -> sent, failed, released, moved, deleted), before, between
 and after roll-ups and after a rebuild; the page shows the same numbers."""
+
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -20,7 +21,7 @@ from tests.factories import CampaignEmailFactory, CampaignFactory, EmailSendFact
 pytestmark = pytest.mark.django_db
 
 # Half a minute before midnight (UTC): the first step goes on one day, the second on the next.
-NOW = datetime(2026, 3, 2, 23, 59, 30, tzinfo=dt_timezone.utc)
+NOW = datetime(2026, 3, 2, 23, 59, 30, tzinfo=UTC)
 TODAY, TOMORROW = NOW.date(), NOW.date() + timedelta(days=1)
 
 
@@ -29,10 +30,11 @@ def plain(campaign: Campaign, since: date = date.min) -> tuple[dict, dict]:
     steps: dict[int, dict[str, int]] = {}
     days: Counter = Counter()
     for position, status, sent_at in EmailSend.objects.filter(campaign=campaign).values_list(
-            "position", "status", "sent_at"):
+        "position", "status", "sent_at"
+    ):
         if status in ("sent", "failed"):
             steps.setdefault(position, {"sent": 0, "failed": 0})[status] += 1
-        day = sent_at.astimezone(dt_timezone.utc).date()
+        day = sent_at.astimezone(UTC).date()
         if status == "sent" and day >= since:
             days[(day, position)] += 1
     return steps, dict(days)
@@ -52,11 +54,14 @@ def assert_exact(client, *campaigns: Campaign) -> dict:
         funnel = client.get(reverse("admin:campaigns_campaign_change", args=[campaign.pk])).context["funnel"]
         positions = list(campaign.emails.order_by("position").values_list("position", flat=True))
         shown = [(stage["count"], stage["note"]) for stage in funnel["stages"][1:-1]]
-        assert shown == [(steps.get(p, {}).get("sent", 0),
-                          f"{steps[p]['failed']} failed" if steps.get(p, {}).get("failed") else "") for p in positions]
+        assert shown == [
+            (steps.get(p, {}).get("sent", 0), f"{steps[p]['failed']} failed" if steps.get(p, {}).get("failed") else "")
+            for p in positions
+        ]
         labels = [date.fromisoformat(label) for label in funnel["chart"]["labels"]]
         assert [step["data"] for step in funnel["chart"]["steps"]] == [
-            [days.get((day, p), 0) for day in labels] for p in positions]
+            [days.get((day, p), 0) for day in labels] for p in positions
+        ]
     return plain(campaigns[0])[0]
 
 
@@ -68,8 +73,9 @@ def spring(acme):
     return campaign
 
 
-def test_sends_per_step_and_day_stay_exact_through_every_state_change(as_bob, acme, globex, spring, time_machine,
-                                                                      settings):
+def test_sends_per_step_and_day_stay_exact_through_every_state_change(
+    as_bob, acme, globex, spring, time_machine, settings
+):
     time_machine.move_to(NOW, tick=False)
     settings.EMAIL_BACKEND = "tests.campaigns.mailbackends.PickyBackend"
     autumn = CampaignFactory(workspace=acme, slug="autumn")

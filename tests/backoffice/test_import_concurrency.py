@@ -1,4 +1,5 @@
 """A maximal contact import and the live API at once, on PostgreSQL: the import never holds a contact's row for long."""
+
 import threading
 
 import pytest
@@ -44,8 +45,11 @@ def test_a_conversion_for_a_contact_of_a_running_maximal_import_is_not_blocked(a
             return upload(as_bob, acme, CSV) if step == "preview" else as_bob.post(PROCESS, confirm_data(preview))
         assert halfway.wait(timeout=60)
         try:
-            body = {"event": "lead", "click_id": click.click_id,
-                    "customer": {"email": "grace@example.com", "name": "Grace", "external_id": "crm-7"}}
+            body = {
+                "event": "lead",
+                "click_id": click.click_id,
+                "customer": {"email": "grace@example.com", "name": "Grace", "external_id": "crm-7"},
+            }
             return ApiClient().post("/api/v1/conversions", body, token=token)
         finally:
             answered.set()

@@ -1,5 +1,6 @@
 """Uploaded import files in the shared cache: kept only once previewed clean, for an hour, three per user, and
 forgotten on import, on "Choose another file" and when replaced."""
+
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
@@ -42,16 +43,23 @@ def test_twenty_big_uploads_left_unconfirmed_keep_three_small_ones(as_bob, acme)
 def test_an_upload_is_kept_for_an_hour(as_bob, acme, monkeypatch):
     timeouts = []
     real_set = cache.set
-    monkeypatch.setattr(cache, "set", lambda key, value, timeout=None, **kw: timeouts.append(timeout) or real_set(key, value, timeout, **kw))
+    monkeypatch.setattr(
+        cache,
+        "set",
+        lambda key, value, timeout=None, **kw: timeouts.append(timeout) or real_set(key, value, timeout, **kw),
+    )
     assert kept(upload(as_bob, acme, "email\nada@example.com\n"))
     assert timeouts and set(timeouts) == {LIFETIME_SECONDS} == {3600}
 
 
-@pytest.mark.parametrize("text", [
-    BIG + "not-an-email,X,\n",  # a bad row
-    BIG.replace("email,", "mail,", 1),  # no usable header
-    "email\n" + "a@example.com\n" * 1001,  # too long
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        BIG + "not-an-email,X,\n",  # a bad row
+        BIG.replace("email,", "mail,", 1),  # no usable header
+        "email\n" + "a@example.com\n" * 1001,  # too long
+    ],
+)
 def test_a_refused_file_is_never_kept(as_bob, acme, text):
     preview = upload(as_bob, acme, text)
     assert preview.status_code == 200 and not kept(preview)

@@ -1,4 +1,5 @@
 """Importing contacts from CSV: a dry run that previews created / matched / moved, then the import, through customer_match."""
+
 import re
 
 import pytest
@@ -18,8 +19,14 @@ PROCESS = reverse("admin:customers_customer_process_import")
 
 
 def upload(client, workspace, text: str, name: str = "contacts.csv"):
-    return client.post(IMPORT, {"workspace": workspace.pk, "format": "0",
-                                "import_file": SimpleUploadedFile(name, text.encode(), content_type="text/csv")})
+    return client.post(
+        IMPORT,
+        {
+            "workspace": workspace.pk,
+            "format": "0",
+            "import_file": SimpleUploadedFile(name, text.encode(), content_type="text/csv"),
+        },
+    )
 
 
 def kept_uploads() -> int:
@@ -42,7 +49,9 @@ def known(acme):
     return grace, hopper
 
 
-CSV = "email,name,external_id\nada@example.com,Ada Lovelace,crm-1\nGRACE@example.com,Grace H,\ngrace@example.com,,crm-7\n"
+CSV = (
+    "email,name,external_id\nada@example.com,Ada Lovelace,crm-1\nGRACE@example.com,Grace H,\ngrace@example.com,,crm-7\n"
+)
 
 
 def test_dry_run_previews_then_the_import_goes_through_the_matching_service(as_bob, acme, known):
@@ -70,10 +79,12 @@ def test_dry_run_previews_then_the_import_goes_through_the_matching_service(as_b
 
 @pytest.mark.parametrize(
     ("text", "error"),
-    [("email,name\nnot-an-email,X\n", "Enter a valid email address."),
-     ("email,name,external_id\n,Nobody,\n", "customer needs email or external_id"),
-     ("email,name\n" + "x" * 250 + "@example.com,X\n", "At most 254 characters."),
-     ("first,last\nAda,Lovelace\n", "The file needs a header row with email or external_id")],
+    [
+        ("email,name\nnot-an-email,X\n", "Enter a valid email address."),
+        ("email,name,external_id\n,Nobody,\n", "customer needs email or external_id"),
+        ("email,name\n" + "x" * 250 + "@example.com,X\n", "At most 254 characters."),
+        ("first,last\nAda,Lovelace\n", "The file needs a header row with email or external_id"),
+    ],
 )
 def test_bad_rows_are_shown_and_nothing_can_be_confirmed(as_bob, acme, text, error):
     response = upload(as_bob, acme, text)
@@ -95,15 +106,33 @@ def test_an_over_long_file_is_refused_before_any_row_is_matched(as_bob, acme, mo
     assert not Customer.objects.exists() and kept_uploads() == 0
 
 
-@pytest.mark.parametrize(("data", "error"), [
-    (b"email,name\nada@example.com,Ada\x00Lovelace\n", "The file holds a NUL character (line 2): it is not a CSV text file."),
-    ("email,name\nad\u00e9@example.com,Ad\u00e9\n".encode("latin-1"), "The file is not UTF-8 text: in a spreadsheet, save it as CSV UTF-8."),
-    (b"email,name\nada@example.com,Ada,Lovelace\n", "Row 1 has more cells than the header row has columns."),
-    (b"email,name\n\"ada@example.com,Ada\n" + b"x" * 200_000 + b"\n", "The file cannot be read as CSV: field larger than field limit (131072)."),
-])
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (
+            b"email,name\nada@example.com,Ada\x00Lovelace\n",
+            "The file holds a NUL character (line 2): it is not a CSV text file.",
+        ),
+        (
+            "email,name\nad\u00e9@example.com,Ad\u00e9\n".encode("latin-1"),
+            "The file is not UTF-8 text: in a spreadsheet, save it as CSV UTF-8.",
+        ),
+        (b"email,name\nada@example.com,Ada,Lovelace\n", "Row 1 has more cells than the header row has columns."),
+        (
+            b'email,name\n"ada@example.com,Ada\n' + b"x" * 200_000 + b"\n",
+            "The file cannot be read as CSV: field larger than field limit (131072).",
+        ),
+    ],
+)
 def test_a_file_that_is_not_clean_csv_is_a_clear_error_and_imports_nothing(as_bob, acme, data, error):
-    response = as_bob.post(IMPORT, {"workspace": acme.pk, "format": "0",
-                                    "import_file": SimpleUploadedFile("contacts.csv", data, content_type="text/csv")})
+    response = as_bob.post(
+        IMPORT,
+        {
+            "workspace": acme.pk,
+            "format": "0",
+            "import_file": SimpleUploadedFile("contacts.csv", data, content_type="text/csv"),
+        },
+    )
     assert response.status_code == 200 and error in response.content.decode()
     assert not Customer.objects.exists() and kept_uploads() == 0
 
@@ -117,8 +146,10 @@ def test_headers_are_read_in_any_case_and_order_and_other_columns_ignored(as_bob
 
 def test_the_preview_counts_what_the_import_does_whatever_the_batches(as_bob, acme, monkeypatch):
     monkeypatch.setattr("backoffice.imports.BATCH_ROWS", 3)  # in file order: rows 1-3, then 4-5
-    text = ("email,name,external_id\nada@example.com,Ada,\nb@example.com,,\nc@example.com,,crm-1\nd@example.com,,\n"
-            "ADA@example.com,,crm-1\n")  # row 5 is Ada again and takes crm-1 from row 3's contact
+    text = (
+        "email,name,external_id\nada@example.com,Ada,\nb@example.com,,\nc@example.com,,crm-1\nd@example.com,,\n"
+        "ADA@example.com,,crm-1\n"
+    )  # row 5 is Ada again and takes crm-1 from row 3's contact
     preview = upload(as_bob, acme, text)
     assert preview.context["outcomes"] == {"created": 4, "matched": 0, "moved": 1}
     assert [row.outcome for row in preview.context["result"].valid_rows()] == ["created"] * 4 + ["moved"]
@@ -149,4 +180,7 @@ def test_an_upload_lost_from_the_cache_imports_nothing_and_says_so(as_bob, acme)
 
 
 def test_the_list_offers_the_import(as_bob, acme):
-    assert f'href="{IMPORT}" class="import_link" id="import-csv"' in as_bob.get(reverse("admin:customers_customer_changelist")).content.decode()
+    assert (
+        f'href="{IMPORT}" class="import_link" id="import-csv"'
+        in as_bob.get(reverse("admin:customers_customer_changelist")).content.decode()
+    )

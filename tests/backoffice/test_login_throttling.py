@@ -1,5 +1,6 @@
 """Back-office logins: guessers locked out per account and address, per address, and per account from new addresses,
 while an owner still signs in from an address they used before; an operator unlocks."""
+
 from io import StringIO
 
 import pytest
@@ -84,8 +85,10 @@ def test_an_ipv6_client_is_counted_by_its_64(staff):
 def test_a_locked_out_attempt_hashes_no_password(staff, monkeypatch):
     for _ in range(LIMIT):
         attempt("alice", "wrong")
-    monkeypatch.setattr("django.contrib.auth.base_user.check_password",
-                        lambda *args, **kwargs: pytest.fail("a locked-out login must not hash"))
+    monkeypatch.setattr(
+        "django.contrib.auth.base_user.check_password",
+        lambda *args, **kwargs: pytest.fail("a locked-out login must not hash"),
+    )
     assert attempt("alice", "wrong") == 429
 
 

@@ -1,4 +1,5 @@
 """Members: owners invite by email (the person accepts), change roles and remove members; a workspace keeps an owner."""
+
 from datetime import timedelta
 
 import pytest
@@ -47,7 +48,9 @@ def test_members_of_another_workspace_are_out_of_reach(as_alice, acme, charlie, 
     as_alice.post(reverse("admin:workspaces_membership_delete", args=[theirs.pk]), {"post": "yes"})
     assert membership(charlie, globex).role == "owner"
     assert "charlie" not in as_alice.get(LIST).content.decode()
-    response = as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=globex.pk, email="mallory@example.com", role="owner"))
+    response = as_alice.post(
+        INVITE, form_of(as_alice, INVITE, workspace=globex.pk, email="mallory@example.com", role="owner")
+    )
     assert response.status_code == 200  # the form again: globex is not a choice
     assert not Invitation.objects.exists()
 
@@ -68,15 +71,21 @@ def test_members_join_by_invitation_only(as_alice, acme):
 
 def test_the_invitation_form_answers_the_same_whether_an_account_exists(as_alice, acme, charlie, mailoutbox, commits):
     with commits(execute=True):
-        known = as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email=charlie.email, role="editor"), follow=True)
-        unknown = as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email="nobody@example.com", role="editor"), follow=True)
+        known = as_alice.post(
+            INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email=charlie.email, role="editor"), follow=True
+        )
+        unknown = as_alice.post(
+            INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email="nobody@example.com", role="editor"), follow=True
+        )
     for response, email in ((known, charlie.email), (unknown, "nobody@example.com")):
         assert f"Invitation sent to {email}." in response.content.decode()
     assert [message.to for message in mailoutbox] == [[charlie.email], ["nobody@example.com"]]
     assert not Membership.objects.filter(user=charlie, workspace=acme).exists()  # not until they accept
 
 
-def test_an_invitee_with_an_account_accepts_and_joins_with_the_role(as_alice, acme, charlie, mailoutbox, client, commits):
+def test_an_invitee_with_an_account_accepts_and_joins_with_the_role(
+    as_alice, acme, charlie, mailoutbox, client, commits
+):
     with commits(execute=True):
         as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email=charlie.email, role="owner"))
     link = next(line for line in mailoutbox[0].body.splitlines() if "/invite/" in line)
@@ -93,12 +102,19 @@ def test_a_cancelled_or_expired_invitation_is_refused(as_alice, acme, mailoutbox
 
     with commits(execute=True):
         as_alice.post(INVITE, form_of(as_alice, INVITE, workspace=acme.pk, email="erin@example.com", role="editor"))
-    path = "/" + next(line for line in mailoutbox[0].body.splitlines() if "/invite/" in line).split("://", 1)[1].split("/", 1)[1]
+    path = (
+        "/"
+        + next(line for line in mailoutbox[0].body.splitlines() if "/invite/" in line)
+        .split("://", 1)[1]
+        .split("/", 1)[1]
+    )
     with time_machine.travel(timezone.now() + timedelta(days=8)):
         assert client.get(path).status_code == 400
     invitation = Invitation.objects.get()
-    as_alice.post(reverse("admin:workspaces_invitation_changelist"),
-                  {"action": "cancel_invitations", "_selected_action": [invitation.pk]})
+    as_alice.post(
+        reverse("admin:workspaces_invitation_changelist"),
+        {"action": "cancel_invitations", "_selected_action": [invitation.pk]},
+    )
     assert client.get(path).status_code == 400
     assert Invitation.objects.get().cancelled_at is not None
 

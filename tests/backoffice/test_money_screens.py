@@ -1,4 +1,5 @@
 """The back office's money: the workspace currency setting, test tokens, test data only when asked, and deleting it."""
+
 import re
 
 import pytest
@@ -53,8 +54,10 @@ def test_contacts_recipients_and_sends_list_live_rows_and_test_rows_only_when_as
     EnrollmentFactory(campaign__workspace=globex, customer__is_test=True)
     EmailSendFactory(enrollment=live)
     EmailSendFactory(enrollment=test, status="test")
-    for name, live_row, test_row in [("customers_customer", live.customer, test.customer),
-                                     ("campaigns_enrollment", live, test)]:
+    for name, live_row, test_row in [
+        ("customers_customer", live.customer, test.customer),
+        ("campaigns_enrollment", live, test),
+    ]:
         url = reverse(f"admin:{name}_changelist")
         assert [row.pk for row in as_bob.get(url).context["cl"].result_list] == [live_row.pk]
         assert [row.pk for row in as_bob.get(url, {"mode": "test"}).context["cl"].result_list] == [test_row.pk]
@@ -68,8 +71,11 @@ def test_contacts_recipients_and_sends_list_live_rows_and_test_rows_only_when_as
 
 def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_bob, acme, globex):
     live = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=5000)
-    RefundFactory(conversion=ConversionEventFactory(click__link__post__workspace=acme, event="sale", is_test=True,
-                                                    value_cents=10000))
+    RefundFactory(
+        conversion=ConversionEventFactory(
+            click__link__post__workspace=acme, event="sale", is_test=True, value_cents=10000
+        )
+    )
     theirs = ConversionEventFactory(click__link__post__workspace=globex, event="lead", is_test=True)
     url = reverse("admin:workspaces_workspace_delete_test_data", args=[acme.pk])
     settings_page = as_alice.get(reverse("admin:workspaces_workspace_change", args=[acme.pk])).content.decode()
@@ -79,9 +85,15 @@ def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_
     assert as_bob.post(url, {"confirm": "yes"}).status_code in (302, 403)  # an editor: refused or sent away
     assert ConversionEvent.objects.filter(workspace=acme, is_test=True).exists()
     done = as_alice.post(url, {"confirm": "yes"}, follow=True)
-    assert "Deleted 1 test conversion(s), 1 test refund(s), 0 test send(s), 0 test enrollment(s), 0 test " \
+    assert (
+        "Deleted 1 test conversion(s), 1 test refund(s), 0 test send(s), 0 test enrollment(s), 0 test "
         "suppression(s), 0 test contact(s), 0 test webhook event(s)." in done.content.decode()
+    )
     assert list(ConversionEvent.objects.values_list("pk", flat=True).order_by("pk")) == [live.pk, theirs.pk]
-    assert as_alice.post(reverse("admin:workspaces_workspace_delete_test_data", args=[globex.pk]),
-                         {"confirm": "yes"}).status_code == 302
+    assert (
+        as_alice.post(
+            reverse("admin:workspaces_workspace_delete_test_data", args=[globex.pk]), {"confirm": "yes"}
+        ).status_code
+        == 302
+    )
     assert ConversionEvent.objects.filter(pk=theirs.pk).exists()  # another workspace's: not hers to delete

@@ -1,4 +1,5 @@
 """Post, link and campaign numbers equal a plain COUNT over the rows, before and after each roll-up."""
+
 import json
 from datetime import timedelta
 from io import StringIO
@@ -39,8 +40,15 @@ def counted(link_filter: dict) -> tuple:
     for currency in sorted(set(sales.values_list("currency", flat=True))):
         gross = sales.filter(currency=currency).aggregate(total=Sum("value_cents"))["total"] or 0
         refunded = refunds.filter(currency=currency).aggregate(total=Sum("amount_cents"))["total"] or 0
-        revenue.append({"currency": currency, "sales": sales.filter(currency=currency).count(), "gross_cents": gross,
-                        "refunded_cents": refunded, "net_cents": gross - refunded})
+        revenue.append(
+            {
+                "currency": currency,
+                "sales": sales.filter(currency=currency).count(),
+                "gross_cents": gross,
+                "refunded_cents": refunded,
+                "net_cents": gross - refunded,
+            }
+        )
     return (
         Click.objects.filter(is_bot=False, **link_filter).count(),
         events.filter(event="lead").count(),
@@ -59,7 +67,9 @@ def shown(row, group: str = "link") -> tuple:
 def shown_totals(link) -> tuple:
     rows = LinkTotals.objects.filter(link=link)
     return (
-        sum(row.clicks for row in rows), sum(row.leads for row in rows), sum(row.sales for row in rows),
+        sum(row.clicks for row in rows),
+        sum(row.leads for row in rows),
+        sum(row.sales for row in rows),
         {row.currency: (row.revenue_cents, row.refunded_cents) for row in rows if row.currency},
     )
 
@@ -75,7 +85,10 @@ def activity(link, campaign, n: int) -> None:
         ConversionEventFactory(click=click, event="lead", is_test=True)
         if i % 2:
             sale = ConversionEventFactory(
-                click=click, event="sale", value_cents=1000 + i, currency=("EUR", "JPY", "USD")[i % 3],
+                click=click,
+                event="sale",
+                value_cents=1000 + i,
+                currency=("EUR", "JPY", "USD")[i % 3],
                 occurred_at=timezone.now() - timedelta(days=i),
             )
             RefundFactory(conversion=sale, amount_cents=100 + i)
@@ -136,8 +149,12 @@ def test_totals_match_counts_per_link(acme):
     activity(link, campaign, 1)
     numbers_roll_up()
     clicks, leads, sales, revenue = counted({"link": link})
-    assert shown_totals(link) == (clicks, leads, sales, {
-        entry["currency"]: (entry["gross_cents"], entry["refunded_cents"]) for entry in revenue})
+    assert shown_totals(link) == (
+        clicks,
+        leads,
+        sales,
+        {entry["currency"]: (entry["gross_cents"], entry["refunded_cents"]) for entry in revenue},
+    )
     assert campaign.totals.leads == 5
 
 

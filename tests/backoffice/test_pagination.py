@@ -1,4 +1,5 @@
 """Big lists count at most CappedCountPaginator.CAP rows, and say so."""
+
 import pytest
 from django.urls import reverse
 

@@ -1,4 +1,5 @@
 """Posts and links: clicks, leads, sales and revenue per link and per post, counted in SQL."""
+
 import pytest
 from django.urls import reverse
 
@@ -63,9 +64,18 @@ def test_link_list_has_the_same_numbers(as_bob, launch):
 def test_owner_moves_a_post_into_a_campaign(as_alice, as_bob, launch, acme):
     post, busy, quiet = launch
     campaign = CampaignFactory(workspace=acme)
-    data = {"title": "Launch v2", "campaign": campaign.pk, "links-TOTAL_FORMS": 2, "links-INITIAL_FORMS": 2,
-            "links-MIN_NUM_FORMS": 0, "links-MAX_NUM_FORMS": 1000, "links-0-id": busy.pk, "links-0-post": post.pk,
-            "links-1-id": quiet.pk, "links-1-post": post.pk}
+    data = {
+        "title": "Launch v2",
+        "campaign": campaign.pk,
+        "links-TOTAL_FORMS": 2,
+        "links-INITIAL_FORMS": 2,
+        "links-MIN_NUM_FORMS": 0,
+        "links-MAX_NUM_FORMS": 1000,
+        "links-0-id": busy.pk,
+        "links-0-post": post.pk,
+        "links-1-id": quiet.pk,
+        "links-1-post": post.pk,
+    }
     assert as_bob.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 403
     assert as_alice.post(reverse("admin:clicks_post_change", args=[post.pk]), data).status_code == 302
     post.refresh_from_db()
@@ -101,8 +111,17 @@ ADD_LINK = reverse("admin:clicks_link_add")
 def test_owners_make_a_link_in_a_post_and_campaign_and_get_its_short_url(as_alice, acme, settings):
     campaign = CampaignFactory(workspace=acme, name="Spring")
     PostFactory(workspace=acme, title="Launch")
-    response = as_alice.post(ADD_LINK, form_of(as_alice, ADD_LINK, workspace=acme.pk, post_title="Launch",
-                                               destination="https://shop.example.com/spring?x=1", campaign=campaign.pk))
+    response = as_alice.post(
+        ADD_LINK,
+        form_of(
+            as_alice,
+            ADD_LINK,
+            workspace=acme.pk,
+            post_title="Launch",
+            destination="https://shop.example.com/spring?x=1",
+            campaign=campaign.pk,
+        ),
+    )
     link = Link.objects.get(destination="https://shop.example.com/spring?x=1")
     assert response.status_code == 302 and response["Location"] == reverse("admin:clicks_link_change", args=[link.pk])
     assert link.post.title == "Launch" and Post.objects.filter(workspace=acme, title="Launch").count() == 1
@@ -115,8 +134,10 @@ def test_a_link_form_refuses_bad_input_and_foreign_campaigns(as_alice, acme, glo
     foreign = CampaignFactory(workspace=globex)
     bad = as_alice.post(ADD_LINK, form_of(as_alice, ADD_LINK, workspace=acme.pk, destination="javascript:alert(1)"))
     assert bad.status_code == 200 and "Enter a valid URL" in bad.content.decode()
-    as_alice.post(ADD_LINK, form_of(as_alice, ADD_LINK, workspace=acme.pk, destination="https://shop.example.com/",
-                                    campaign=foreign.pk))
+    as_alice.post(
+        ADD_LINK,
+        form_of(as_alice, ADD_LINK, workspace=acme.pk, destination="https://shop.example.com/", campaign=foreign.pk),
+    )
     assert not Link.objects.exists()
 
 

@@ -1,4 +1,5 @@
 """Every admin list (and the pages with lists in them) runs a bounded number of queries, whatever the rows."""
+
 import pytest
 from django.urls import reverse
 
@@ -22,9 +23,17 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 CHANGELISTS = [
-    "workspaces_workspace", "workspaces_membership", "workspaces_apitoken", "customers_customer",
-    "conversions_conversionevent", "clicks_post", "clicks_link", "campaigns_campaign", "campaigns_enrollment",
-    "campaigns_suppression", "campaigns_emailsend",
+    "workspaces_workspace",
+    "workspaces_membership",
+    "workspaces_apitoken",
+    "customers_customer",
+    "conversions_conversionevent",
+    "clicks_post",
+    "clicks_link",
+    "campaigns_campaign",
+    "campaigns_enrollment",
+    "campaigns_suppression",
+    "campaigns_emailsend",
 ]
 # Session, user, memberships, count, rows, the scoped filter choices, and the page's revenue per currency
 # (posts and links): the worst list needs this many.
@@ -57,8 +66,9 @@ def populate(workspace, n: int) -> dict:
 
 @pytest.mark.parametrize("size", [2, 25])
 @pytest.mark.parametrize("name", CHANGELISTS)
-def test_changelist_queries_are_bounded(request, size, name, as_alice, as_root, acme, globex,
-                                        django_assert_max_num_queries):
+def test_changelist_queries_are_bounded(
+    request, size, name, as_alice, as_root, acme, globex, django_assert_max_num_queries
+):
     populate(acme, size)
     populate(globex, 2)
     for client in (as_alice, as_root):
@@ -73,10 +83,12 @@ def test_changelist_queries_are_bounded(request, size, name, as_alice, as_root, 
 def test_pages_with_lists_in_them_are_bounded(size, as_alice, acme, django_assert_max_num_queries):
     rows = populate(acme, size)
     contact = rows["contact"]
-    for i in range(size):  # one contact with many of everything
+    for _ in range(size):  # one contact with many of everything
         campaign = CampaignFactory(workspace=acme)
-        EmailSendFactory(enrollment=EnrollmentFactory(campaign=campaign, customer=contact),
-                         campaign_email=CampaignEmailFactory(campaign=campaign, position=1))
+        EmailSendFactory(
+            enrollment=EnrollmentFactory(campaign=campaign, customer=contact),
+            campaign_email=CampaignEmailFactory(campaign=campaign, position=1),
+        )
         ConversionEventFactory(click__link__post__workspace=acme, customer=contact)
         CustomerActivityFactory(customer=contact)
     post = rows["post"]

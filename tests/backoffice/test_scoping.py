@@ -1,4 +1,5 @@
 """Scoping: owners, editors, another workspace's user and superusers each see exactly their share."""
+
 import pytest
 from django.urls import reverse
 
@@ -67,7 +68,7 @@ def test_editor_browses_contacts_conversions_and_recipients(as_bob, acme_world, 
     assert "globex" not in body(response)
 
 
-@pytest.mark.parametrize("model", sorted(OWNER_ONLY) + ["workspaces.membership"])
+@pytest.mark.parametrize("model", [*sorted(OWNER_ONLY), "workspaces.membership"])
 def test_editor_cannot_see_tokens_settings_or_members(as_bob, acme_world, model):
     assert as_bob.get(url(model, "changelist")).status_code == 403
     if model in OWNER_ONLY:
@@ -124,7 +125,9 @@ def test_posting_to_another_workspaces_row_changes_and_deletes_nothing(as_alice,
 
 
 def test_revoke_screen_of_a_foreign_token_redirects(as_alice, globex_world):
-    response = as_alice.post(reverse("admin:workspaces_apitoken_revoke", args=[globex_world.token.pk]), {"confirm": "yes"})
+    response = as_alice.post(
+        reverse("admin:workspaces_apitoken_revoke", args=[globex_world.token.pk]), {"confirm": "yes"}
+    )
     assert response.status_code == 302 and response.url == reverse("admin:index")
     assert ApiToken.objects.get(pk=globex_world.token.pk).revoked_at is None
 
@@ -143,7 +146,10 @@ def test_revoke_action_with_foreign_ids_touches_only_own_tokens(as_alice, acme_w
 def test_contacts_are_never_deleted_from_the_admin(request, who, acme_world):
     # Deleting a contact would take enrollments, sends and campaign leads with it.
     contact = acme_world.contact
-    assert request.getfixturevalue(who).post(url("customers.customer", "delete", contact.pk), {"post": "yes"}).status_code == 403
+    assert (
+        request.getfixturevalue(who).post(url("customers.customer", "delete", contact.pk), {"post": "yes"}).status_code
+        == 403
+    )
     assert Customer.objects.filter(pk=contact.pk).exists()
 
 
@@ -152,9 +158,16 @@ def test_foreign_key_choices_hold_only_own_workspace_rows(as_alice, acme_world, 
     assert page.status_code == 200 and "globex" not in body(page)
     response = as_alice.post(
         url("clicks.post", "change", acme_world.post.pk),
-        {"title": "Renamed", "campaign": globex_world.campaign.pk, "links-TOTAL_FORMS": 1, "links-INITIAL_FORMS": 1,
-         "links-MIN_NUM_FORMS": 0, "links-MAX_NUM_FORMS": 1000, "links-0-id": acme_world.link.pk,
-         "links-0-post": acme_world.post.pk},
+        {
+            "title": "Renamed",
+            "campaign": globex_world.campaign.pk,
+            "links-TOTAL_FORMS": 1,
+            "links-INITIAL_FORMS": 1,
+            "links-MIN_NUM_FORMS": 0,
+            "links-MAX_NUM_FORMS": 1000,
+            "links-0-id": acme_world.link.pk,
+            "links-0-post": acme_world.post.pk,
+        },
     )
     assert response.status_code == 200  # the form again, with an error
     assert "select a valid choice" in body(response)
@@ -164,13 +177,17 @@ def test_foreign_key_choices_hold_only_own_workspace_rows(as_alice, acme_world, 
 
 def test_autocomplete_searches_only_own_workspace(as_alice, acme_world, globex_world):
     params = {"app_label": "conversions", "model_name": "conversionevent", "field_name": "customer", "term": "ada"}
-    assert [row["text"] for row in as_alice.get("/admin/autocomplete/", params).json()["results"]] == ["acme-ada@example.com"]
+    assert [row["text"] for row in as_alice.get("/admin/autocomplete/", params).json()["results"]] == [
+        "acme-ada@example.com"
+    ]
 
 
 def test_list_filters_never_name_another_workspaces_rows(as_alice, acme_world, globex_world):
     page = body(as_alice.get(url("campaigns.enrollment", "changelist")))
     assert "acme spring campaign" in page and "globex spring campaign" not in page
-    tampered = as_alice.get(url("campaigns.enrollment", "changelist"), {"campaign__id__exact": globex_world.campaign.pk})
+    tampered = as_alice.get(
+        url("campaigns.enrollment", "changelist"), {"campaign__id__exact": globex_world.campaign.pk}
+    )
     assert "globex" not in body(tampered) and "0 enrollments" in body(tampered)
     tampered = as_alice.get(url("customers.customer", "changelist"), {"workspace": globex_world.workspace.pk})
     assert "globex" not in body(tampered)

@@ -1,4 +1,5 @@
 """Strange input on admin screens answers a page, a redirect or a form error: never a 500."""
+
 import pytest
 from django.urls import reverse
 

@@ -1,4 +1,5 @@
 """Settings › Connect your site › Manage tokens: create (secret shown once), list, revoke; the API follows."""
+
 import hashlib
 import re
 
@@ -49,8 +50,11 @@ def test_created_token_is_shown_once_and_only_its_digest_is_stored(as_alice, acm
     assert secret not in str(ApiToken.objects.filter(pk=token.pk).values().first())
     assert secret not in everything_stored(as_alice)
     # Never again: not on the list, the token's page, or its history.
-    for path in (LIST, reverse("admin:workspaces_apitoken_change", args=[token.pk]),
-                 reverse("admin:workspaces_apitoken_history", args=[token.pk])):
+    for path in (
+        LIST,
+        reverse("admin:workspaces_apitoken_change", args=[token.pk]),
+        reverse("admin:workspaces_apitoken_history", args=[token.pk]),
+    ):
         later = as_alice.get(path)
         assert later.status_code == 200
         assert secret not in later.content.decode()
@@ -86,8 +90,15 @@ def test_token_list_shows_name_prefix_dates_status_key_and_snippet(as_alice, acm
     acme = acme_world.workspace
     page = as_alice.get(LIST).content.decode()
     assert "Manage tokens" in page and "Create token" in page
-    for text in ("Acme server", f"lf_{acme_world.token.prefix}…", "Active", acme.tracking_key,
-                 "Last used", "Created", "never"):
+    for text in (
+        "Acme server",
+        f"lf_{acme_world.token.prefix}…",
+        "Active",
+        acme.tracking_key,
+        "Last used",
+        "Created",
+        "never",
+    ):
         assert text in page, text
     snippet = f'<script src="{settings.PUBLIC_BASE_URL}/lf.js" data-key="{acme.tracking_key}" defer></script>'
     assert escape(snippet) in page
@@ -124,7 +135,9 @@ def test_revoke_action_confirms_then_revokes_the_selection(as_alice, acme_world,
     assert done.status_code == 302
     assert ApiToken.objects.get(pk=acme_world.token.pk).revoked_at is not None
     click = ClickFactory(link__post__workspace=acme_world.workspace)
-    response = api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_world.token.secret)
+    response = api.post(
+        "/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_world.token.secret
+    )
     assert_api_error(response, 401, "unauthorized")
 
 
@@ -142,7 +155,9 @@ def test_settings_page_shows_connect_your_site_and_edits_origins(as_alice, acme,
     page = as_alice.get(page_url).content.decode()
     assert "Connect your site" in page and acme.tracking_key in page and "/lf.js" in page
     assert reverse("admin:workspaces_apitoken_changelist") + f"?workspace={acme.pk}" in page
-    response = as_alice.post(page_url, {"name": "Acme Inc", "allowed_origins": "https://Shop.Acme.test/\nhttp://localhost:3000"})
+    response = as_alice.post(
+        page_url, {"name": "Acme Inc", "allowed_origins": "https://Shop.Acme.test/\nhttp://localhost:3000"}
+    )
     assert response.status_code == 302
     acme.refresh_from_db()
     assert (acme.name, acme.allowed_origins) == ("Acme Inc", "https://shop.acme.test\nhttp://localhost:3000")
@@ -154,8 +169,10 @@ def test_settings_page_shows_connect_your_site_and_edits_origins(as_alice, acme,
 
 def test_settings_keep_the_key_and_sending_limit_read_only(as_alice, acme):
     before = acme.tracking_key
-    as_alice.post(reverse("admin:workspaces_workspace_change", args=[acme.pk]),
-                  {"name": "Acme", "allowed_origins": "", "tracking_key": "pk_mine", "daily_send_limit": 10**6})
+    as_alice.post(
+        reverse("admin:workspaces_workspace_change", args=[acme.pk]),
+        {"name": "Acme", "allowed_origins": "", "tracking_key": "pk_mine", "daily_send_limit": 10**6},
+    )
     acme.refresh_from_db()
     assert acme.tracking_key == before and acme.daily_send_limit is None
 
@@ -163,7 +180,9 @@ def test_settings_keep_the_key_and_sending_limit_read_only(as_alice, acme):
 def test_owners_pick_scopes_and_the_list_shows_them(as_alice, acme):
     form = as_alice.get(ADD)
     assert 'value="email_events:write"' in form.content.decode() and "None ticked: everything" in form.content.decode()
-    response = as_alice.post(ADD, {"workspace": acme.pk, "name": "Zapier", "scopes": ["leads:write"], "nonce": nonce_of(form)})
+    response = as_alice.post(
+        ADD, {"workspace": acme.pk, "name": "Zapier", "scopes": ["leads:write"], "nonce": nonce_of(form)}
+    )
     assert response.status_code == 200 and ApiToken.objects.get(name="Zapier").scopes == "leads:write"
     create_token(as_alice, acme, "Everything")
     listing = as_alice.get(LIST).content.decode()

@@ -1,5 +1,6 @@
 """Webhook endpoints in the back office: owners only, secret once, test event, rotate, re-enable, log, replay; a
 form sent twice (a reload of its answer, a double click) acts once."""
+
 import re
 import socket
 import threading
@@ -28,8 +29,17 @@ def change(endpoint) -> str:
 
 
 def test_an_owner_creates_an_endpoint_and_sees_its_secret_once(as_alice, acme, public_dns):
-    page = as_alice.post(ADD, form_of(as_alice, ADD, workspace=acme.pk, url="https://crm.example.com/hooks",
-                                      event_types=["sale.created", "lead.created"], description="CRM"))
+    page = as_alice.post(
+        ADD,
+        form_of(
+            as_alice,
+            ADD,
+            workspace=acme.pk,
+            url="https://crm.example.com/hooks",
+            event_types=["sale.created", "lead.created"],
+            description="CRM",
+        ),
+    )
     assert page.status_code == 200
     secret = SECRET_RE.search(page.content.decode()).group(1)
     endpoint = Endpoint.objects.get()
@@ -38,12 +48,15 @@ def test_an_owner_creates_an_endpoint_and_sees_its_secret_once(as_alice, acme, p
 
 
 def test_a_private_url_is_refused_on_the_form_and_corrected_it_creates(as_alice, acme, public_dns):
-    page = as_alice.post(ADD, form_of(as_alice, ADD, workspace=acme.pk, url="https://10.1.2.3/", event_types=["sale.created"]))
+    page = as_alice.post(
+        ADD, form_of(as_alice, ADD, workspace=acme.pk, url="https://10.1.2.3/", event_types=["sale.created"])
+    )
     assert "url resolves to a private, loopback or link-local address" in page.content.decode()
     assert not Endpoint.objects.exists()
     fresh = NONCE_RE.search(page.content.decode()).group(1)  # the refused form comes back ready to send again
-    page = as_alice.post(ADD, {"nonce": fresh, "workspace": acme.pk, "url": "https://crm.example.com/",
-                               "event_types": ["sale.created"]})
+    page = as_alice.post(
+        ADD, {"nonce": fresh, "workspace": acme.pk, "url": "https://crm.example.com/", "event_types": ["sale.created"]}
+    )
     assert SECRET_RE.search(page.content.decode()) and Endpoint.objects.count() == 1
 
 
@@ -82,7 +95,9 @@ def test_a_double_click_makes_one_endpoint(alice, acme, public_dns, monkeypatch)
 
     monkeypatch.setattr(socket, "getaddrinfo", slow)
     answers = []
-    threads = [threading.Thread(target=lambda c=c: answers.append(c.post(ADD, data).status_code)) for c in (first, second)]
+    threads = [
+        threading.Thread(target=lambda c=c: answers.append(c.post(ADD, data).status_code)) for c in (first, second)
+    ]
     threads[0].start()
     time.sleep(0.1)
     threads[1].start()
@@ -112,10 +127,19 @@ def test_send_test_event_queues_it_for_this_endpoint_only(as_alice, acme):
 def test_replay_sends_a_past_event_again_and_the_log_shows_attempts(as_alice, acme):
     endpoint = EndpointFactory(workspace=acme)
     event = Event.objects.get(pk=event_emit(workspace_id=acme.pk, type="customer.created", subject_id=1))
-    delivery = Delivery.objects.create(workspace=acme, event=event, endpoint=endpoint, state="failed", attempts=1,
-                                       queued_at=event.created_at)
-    Attempt.objects.create(workspace=acme, delivery=delivery, endpoint=endpoint, number=1, started_at=event.created_at,
-                           status_code=410, duration_ms=12, response_excerpt="gone for good")
+    delivery = Delivery.objects.create(
+        workspace=acme, event=event, endpoint=endpoint, state="failed", attempts=1, queued_at=event.created_at
+    )
+    Attempt.objects.create(
+        workspace=acme,
+        delivery=delivery,
+        endpoint=endpoint,
+        number=1,
+        started_at=event.created_at,
+        status_code=410,
+        duration_ms=12,
+        response_excerpt="gone for good",
+    )
     page = as_alice.get(change(endpoint)).content.decode()
     assert "gone for good" in page and "410" in page and event.public_id in page
     as_alice.post(reverse("admin:webhooks_endpoint_replay", args=[endpoint.pk, event.pk]))
@@ -125,8 +149,9 @@ def test_replay_sends_a_past_event_again_and_the_log_shows_attempts(as_alice, ac
 
 
 def test_re_enable_is_one_click_and_rotate_shows_the_new_secret(as_alice, acme):
-    endpoint = EndpointFactory(workspace=acme, enabled=False, disabled_reason="20 failed attempts in a row",
-                               failures_in_row=20)
+    endpoint = EndpointFactory(
+        workspace=acme, enabled=False, disabled_reason="20 failed attempts in a row", failures_in_row=20
+    )
     assert "Re-enable" in as_alice.get(change(endpoint)).content.decode()
     as_alice.post(reverse("admin:webhooks_endpoint_enable", args=[endpoint.pk]))
     endpoint.refresh_from_db()

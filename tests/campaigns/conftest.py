@@ -1,5 +1,6 @@
 """Campaign fixtures: acme's `spring` campaign with one live email, globex's own, a frozen clock."""
-from datetime import datetime, timezone
+
+from datetime import UTC, datetime
 
 import pytest
 from django.core.cache import cache
@@ -7,7 +8,7 @@ from django.core.cache import cache
 from tests.factories import CampaignEmailFactory, CampaignFactory
 
 # A Monday morning, on a whole second.
-NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)

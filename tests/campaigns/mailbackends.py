@@ -1,4 +1,5 @@
 """Email backends for tests that need a worker to die while it hands a message over, or a server to refuse."""
+
 import smtplib
 
 from django.core.mail.backends.locmem import EmailBackend

@@ -1,4 +1,5 @@
 """`campaign`, `suppress`, `link create --campaign` and `demo`: one JSON line out, one-line errors."""
+
 import json
 import subprocess
 import sys
@@ -38,8 +39,17 @@ def test_campaign_add_email_and_activate_it(acme, clock):
     campaign = CampaignFactory(workspace=acme, slug="spring")
     waiting = campaign_lead_add(campaign=campaign, email="ada@example.com").enrollment
     first = run(
-        "campaign", "add-email", "acme", "spring", "--subject", "Welcome", "--body", "Hi {{ name }}",
-        "--delay-minutes", "30", "--inactive",
+        "campaign",
+        "add-email",
+        "acme",
+        "spring",
+        "--subject",
+        "Welcome",
+        "--body",
+        "Hi {{ name }}",
+        "--delay-minutes",
+        "30",
+        "--inactive",
     )
     step = CampaignEmail.objects.get()
     assert first == {"id": step.pk, "position": 1, "active": False}
@@ -48,9 +58,14 @@ def test_campaign_add_email_and_activate_it(acme, clock):
     assert second["position"] == 2 and second["active"] is True
 
     assert run("campaign", "activate-email", "acme", "spring", "1") == {
-        "id": step.pk, "position": 1, "active": True, "already_active": False
+        "id": step.pk,
+        "position": 1,
+        "active": True,
+        "already_active": False,
     }
-    assert run("campaign", "activate-email", "acme", "spring", "1")["already_active"] is True  # says so, changes nothing
+    assert (
+        run("campaign", "activate-email", "acme", "spring", "1")["already_active"] is True
+    )  # says so, changes nothing
     assert Enrollment.objects.get(pk=waiting.pk).next_send_at.isoformat() == "2026-03-02T09:30:00+00:00"
 
 
@@ -58,7 +73,12 @@ def test_campaign_stop(acme, campaign, clock):
     enrollment = campaign_lead_add(campaign=campaign, email="Ada@Example.com").enrollment
     result = run("campaign", "stop", "acme", "spring", "ada@EXAMPLE.com")
     assert result == {
-        "enrollment": {"id": enrollment.pk, "state": "stopped", "enrolled_at": "2026-03-02T09:00:00.000000Z", "next_send_at": None}
+        "enrollment": {
+            "id": enrollment.pk,
+            "state": "stopped",
+            "enrolled_at": "2026-03-02T09:00:00.000000Z",
+            "next_send_at": None,
+        }
     }
     assert Enrollment.objects.get().stopped_at == NOW
 
@@ -81,21 +101,33 @@ def test_link_create_with_a_campaign(acme, campaign):
 
 
 def test_link_create_refuses_another_workspaces_campaign(acme, globex_campaign):
-    with pytest.raises(Unprocessable, match="^unknown campaign: globex-only$"):
+    with pytest.raises(Unprocessable, match=r"^unknown campaign: globex-only$"):
         campaign_link_create(workspace=acme, destination="https://e.com/a", campaign=globex_campaign)
     assert not Link.objects.exists()
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["campaign", "create", "nope", "spring"], "unknown workspace: nope"),
         (["campaign", "create", "acme", "Spring!"], "slug must be lowercase letters, digits and hyphens"),
         (["campaign", "create", "acme", "spring"], "campaign already exists: spring"),
-        (["campaign", "add-email", "acme", "nope", "--subject", "S", "--body", "B", "--delay-minutes", "0"], "unknown campaign: nope"),
-        (["campaign", "add-email", "acme", "globex-only", "--subject", "S", "--body", "B", "--delay-minutes", "0"], "unknown campaign: globex-only"),
-        (["campaign", "add-email", "acme", "spring", "--subject", "S", "--body", "B", "--delay-minutes", "-5"], "delay_minutes must be a non-negative integer"),
-        (["campaign", "add-email", "acme", "spring", "--subject", "", "--body", "B", "--delay-minutes", "5"], "subject is required"),
+        (
+            ["campaign", "add-email", "acme", "nope", "--subject", "S", "--body", "B", "--delay-minutes", "0"],
+            "unknown campaign: nope",
+        ),
+        (
+            ["campaign", "add-email", "acme", "globex-only", "--subject", "S", "--body", "B", "--delay-minutes", "0"],
+            "unknown campaign: globex-only",
+        ),
+        (
+            ["campaign", "add-email", "acme", "spring", "--subject", "S", "--body", "B", "--delay-minutes", "-5"],
+            "delay_minutes must be a non-negative integer",
+        ),
+        (
+            ["campaign", "add-email", "acme", "spring", "--subject", "", "--body", "B", "--delay-minutes", "5"],
+            "subject is required",
+        ),
         (["campaign", "activate-email", "acme", "spring", "9"], "no email at position 9 in spring"),
         (["campaign", "activate-email", "acme", "nope", "1"], "unknown campaign: nope"),
         (["campaign", "stop", "acme", "spring", "nobody@example.com"], "not enrolled: nobody@example.com"),
@@ -112,19 +144,22 @@ def test_bad_input_raises_a_one_line_error(acme, campaign, globex_campaign, args
 
 def test_activate_email_is_by_position_within_the_named_campaign(acme, campaign):
     other = CampaignEmailFactory(campaign=CampaignFactory(workspace=acme, slug="other"), position=2, active=False)
-    with pytest.raises(CommandError, match="^no email at position 2 in spring$"):
+    with pytest.raises(CommandError, match=r"^no email at position 2 in spring$"):
         call_command("campaign", "activate-email", "acme", "spring", "2", stdout=StringIO())
     other.refresh_from_db()
     assert not other.active
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["suppress", "acme", "ada@example.com", "--reason", "spam"], "invalid choice: 'spam'"),
         (["suppress", "acme", "ada@example.com"], "the following arguments are required: --reason"),
         (["campaign", "add-email", "acme", "spring", "--subject", "S", "--body", "B"], "required: --delay-minutes"),
-        (["campaign", "add-email", "acme", "spring", "--subject", "S", "--body", "B", "--delay-minutes", "soon"], "invalid int value"),
+        (
+            ["campaign", "add-email", "acme", "spring", "--subject", "S", "--body", "B", "--delay-minutes", "soon"],
+            "invalid int value",
+        ),
         (["campaign", "activate-email", "acme", "spring", "first"], "invalid int value"),
     ],
 )
@@ -146,10 +181,14 @@ def test_bad_reason_exits_non_zero_from_the_shell():
 def test_demo_has_a_campaign_whose_leads_endpoint_works(api):
     first = run("demo")
     second = run("demo")
-    assert first["campaign"] == second["campaign"] == {
-        "slug": "welcome",
-        "leads_url": "http://127.0.0.1:8000/api/v1/campaigns/welcome/leads",
-    }
+    assert (
+        first["campaign"]
+        == second["campaign"]
+        == {
+            "slug": "welcome",
+            "leads_url": "http://127.0.0.1:8000/api/v1/campaigns/welcome/leads",
+        }
+    )
     campaign = Campaign.objects.get(workspace__slug="demo", slug="welcome")
     assert list(campaign.emails.values_list("position", "active")) == [(1, True)]
     assert Link.objects.get(pk=second["link"]["id"]).post.campaign_post.campaign == campaign

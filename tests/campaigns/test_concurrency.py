@@ -1,4 +1,5 @@
 """Simultaneous requests against PostgreSQL: the database's uniqueness and locks settle every race."""
+
 from collections import Counter
 
 import pytest
@@ -63,7 +64,10 @@ def test_simultaneous_conversions_of_one_new_customer_enroll_once():
 
     def convert(i: int):
         return conversion_record(
-            workspace=workspace, channel="api", event="lead", click_id=clicks[i].click_id,
+            workspace=workspace,
+            channel="api",
+            event="lead",
+            click_id=clicks[i].click_id,
             customer={"email": "ada@example.com"},
         )
 

@@ -1,4 +1,5 @@
 """A conversion on a link whose post is in a campaign enrolls the customer (docs/enrollment.md)."""
+
 from datetime import timedelta
 
 import pytest
@@ -44,7 +45,12 @@ def test_conversion_of_a_new_customer_enrolls_them(campaign, click, clock, event
     assert (enrollment.campaign, enrollment.customer, enrollment.state) == (campaign, conversion.customer, "active")
     assert enrollment.next_send_at == NOW + timedelta(minutes=60)
     lead = CampaignLead.objects.get()
-    assert (lead.outcome, lead.channel, lead.conversion_id, lead.enrollment) == ("created", "api", conversion.pk, enrollment)
+    assert (lead.outcome, lead.channel, lead.conversion_id, lead.enrollment) == (
+        "created",
+        "api",
+        conversion.pk,
+        enrollment,
+    )
 
 
 def test_conversions_through_the_api_enroll_too(api, acme_token, campaign, click):

@@ -1,5 +1,6 @@
 """Double opt-in for enrollments the public pixel makes: a flood of strangers' addresses mails no campaign,
 each address gets one confirmation, and confirming starts the sequence."""
+
 import json
 from datetime import timedelta
 
@@ -28,10 +29,19 @@ def shop(acme):
 
 
 def pixel(api, workspace, click, email, name=""):
-    body = {"key": workspace.tracking_key, "event": "lead", "click_id": click.click_id,
-            "customer": {"email": email, "name": name}}
-    return api.post("/api/v1/browser/conversions", raw=json.dumps(body), content_type="application/json",
-                    HTTP_ORIGIN=SHOP, REMOTE_ADDR="203.0.113.66")
+    body = {
+        "key": workspace.tracking_key,
+        "event": "lead",
+        "click_id": click.click_id,
+        "customer": {"email": email, "name": name},
+    }
+    return api.post(
+        "/api/v1/browser/conversions",
+        raw=json.dumps(body),
+        content_type="application/json",
+        HTTP_ORIGIN=SHOP,
+        REMOTE_ADDR="203.0.113.66",
+    )
 
 
 def campaign_click(campaign):

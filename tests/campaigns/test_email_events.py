@@ -1,4 +1,5 @@
 """POST /api/v1/email-events: bounces and complaints, and the campaign pause complaints trigger; pause/resume CLI."""
+
 import json
 from datetime import timedelta
 from io import StringIO
@@ -70,7 +71,9 @@ def test_a_bounce_suppresses_the_address_and_stops_its_enrollments(api, acme_tok
     assert (activity.channel, activity.detail) == ("api", {"reason": "bounced"})
 
 
-def test_a_complaint_suppresses_and_marks_the_latest_email_sent_to_the_address(api, acme_token, acme, spring, clock, mailoutbox):
+def test_a_complaint_suppresses_and_marks_the_latest_email_sent_to_the_address(
+    api, acme_token, acme, spring, clock, mailoutbox
+):
     enrollment = campaign_lead_add(campaign=spring, email="Ada@Example.com", name="Ada").enrollment
     run_pass()
     clock.shift(timedelta(minutes=60))
@@ -116,7 +119,7 @@ def test_an_address_already_suppressed_keeps_its_first_reason(api, acme_token, a
 
 
 @pytest.mark.parametrize(
-    "body, message",
+    ("body", "message"),
     [
         ({}, "invalid type"),
         ({"email": "ada@example.com"}, "invalid type"),
@@ -141,7 +144,11 @@ def test_the_endpoint_needs_a_token_and_json(api, acme_token):
     assert_api_error(api.post(URL, {"type": "bounce", "email": "a@example.com"}), 401, "unauthorized")
     assert_api_error(api.post(URL, raw="{", token=acme_token), 400, "invalid JSON")
     assert_api_error(api.post(URL, raw="[]", token=acme_token), 400, "invalid JSON")
-    assert_api_error(api.post(URL, raw="type=bounce", token=acme_token, content_type="application/x-www-form-urlencoded"), 415, "unsupported media type")
+    assert_api_error(
+        api.post(URL, raw="type=bounce", token=acme_token, content_type="application/x-www-form-urlencoded"),
+        415,
+        "unsupported media type",
+    )
     assert_api_error(api.get(URL, token=acme_token), 405, "method not allowed")
     assert not Suppression.objects.exists()
 
@@ -160,8 +167,18 @@ def test_another_workspaces_event_touches_only_its_own_list(api, globex_token, a
 
 
 @pytest.mark.parametrize(
-    "sent, complaints, paused",
-    [(0, 0, False), (1, 1, True), (333, 1, True), (334, 1, False), (334, 0, False), (1000, 2, False), (1000, 3, True), (100_000, 300, True), (100_000, 299, False)],
+    ("sent", "complaints", "paused"),
+    [
+        (0, 0, False),
+        (1, 1, True),
+        (333, 1, True),
+        (334, 1, False),
+        (334, 0, False),
+        (1000, 2, False),
+        (1000, 3, True),
+        (100_000, 300, True),
+        (100_000, 299, False),
+    ],
 )
 def test_the_default_threshold(sent, complaints, paused):
     assert complaint_threshold_reached(sends=sent, complaints=complaints) is paused
@@ -188,7 +205,12 @@ def test_any_complaint_pauses_a_campaign_with_fewer_than_334_sends(api, acme_tok
 
     clock.shift(timedelta(hours=2))  # Ada's second email falls due but waits
     assert run_pass().counts() == {"sent": 0, "deferred": 0, "skipped": 0}
-    assert run(*"campaign resume acme spring".split()) == {"id": spring.pk, "slug": "spring", "status": "active", "paused_at": None}
+    assert run(*["campaign", "resume", "acme", "spring"]) == {
+        "id": spring.pk,
+        "slug": "spring",
+        "status": "active",
+        "paused_at": None,
+    }
     assert run_pass().sent == 1
     assert EmailSend.objects.filter(enrollment=waiting).count() == 2
 
@@ -227,7 +249,9 @@ def test_complaints_pause_only_their_own_campaign(api, acme_token, acme, spring,
 
 def test_an_unconfirmed_send_that_drew_a_complaint_counts(api, acme_token, acme, spring, clock):
     sends(spring, 500)
-    EmailSendFactory(enrollment=EnrollmentFactory(campaign=spring), position=1, to_email="x@example.com", status="failed")
+    EmailSendFactory(
+        enrollment=EnrollmentFactory(campaign=spring), position=1, to_email="x@example.com", status="failed"
+    )
     complain(api, acme_token, "x@example.com")  # 1 of 501: under 0.3%, so no pause
     assert Campaign.objects.get(pk=spring.pk).status == "active"
     assert EmailSend.objects.get(to_email="x@example.com").complained_at == NOW
@@ -237,13 +261,16 @@ def test_an_unconfirmed_send_that_drew_a_complaint_counts(api, acme_token, acme,
 
 
 def test_campaign_pause_and_resume_commands(acme, spring, clock):
-    assert run(*"campaign pause acme spring".split()) == {
-        "id": spring.pk, "slug": "spring", "status": "paused", "paused_at": "2026-03-02T09:00:00.000000Z"
+    assert run(*["campaign", "pause", "acme", "spring"]) == {
+        "id": spring.pk,
+        "slug": "spring",
+        "status": "paused",
+        "paused_at": "2026-03-02T09:00:00.000000Z",
     }
-    assert run(*"campaign pause acme spring".split())["paused_at"] == "2026-03-02T09:00:00.000000Z"  # unchanged
-    assert run(*"campaign resume acme spring".split())["status"] == "active"
-    assert run(*"campaign resume acme spring".split())["status"] == "active"  # resuming twice is fine
-    with pytest.raises(CommandError, match="^unknown campaign: nope$"):
-        run(*"campaign resume acme nope".split())
-    with pytest.raises(CommandError, match="^unknown workspace: nope$"):
-        run(*"campaign resume nope spring".split())
+    assert run(*["campaign", "pause", "acme", "spring"])["paused_at"] == "2026-03-02T09:00:00.000000Z"  # unchanged
+    assert run(*["campaign", "resume", "acme", "spring"])["status"] == "active"
+    assert run(*["campaign", "resume", "acme", "spring"])["status"] == "active"  # resuming twice is fine
+    with pytest.raises(CommandError, match=r"^unknown campaign: nope$"):
+        run(*["campaign", "resume", "acme", "nope"])
+    with pytest.raises(CommandError, match=r"^unknown workspace: nope$"):
+        run(*["campaign", "resume", "nope", "spring"])

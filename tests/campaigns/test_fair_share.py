@@ -1,5 +1,6 @@
 """Noisy neighbours in the sender's queues: a workspace with a flood of due work or a poisoned row leaves another
 workspace's confirmation and campaign email on time (docs/concurrency.md, "Fair shares")."""
+
 import json
 import logging
 from datetime import timedelta
@@ -9,9 +10,9 @@ from django.core import mail
 from django.db import connection, transaction
 from django.utils import timezone
 
+from campaigns import sending
 from campaigns.confirmation import confirmation_candidates_sql
 from campaigns.models import EmailSend, Enrollment
-from campaigns import sending
 from campaigns.sending import claim_sql, run_pass
 from customers.models import Customer
 from lftrack.logs import JsonFormatter
@@ -34,8 +35,14 @@ def pending(campaign, count: int, *, prefix: str, confirm_by=None) -> None:
     )
     confirm_by = confirm_by or timezone.now() + timedelta(days=7)
     Enrollment.objects.bulk_create(
-        Enrollment(workspace=campaign.workspace, campaign=campaign, customer=customer, state="pending",
-                   enrolled_at=confirm_by - timedelta(days=7), confirm_by=confirm_by + timedelta(seconds=n))
+        Enrollment(
+            workspace=campaign.workspace,
+            campaign=campaign,
+            customer=customer,
+            state="pending",
+            enrolled_at=confirm_by - timedelta(days=7),
+            confirm_by=confirm_by + timedelta(seconds=n),
+        )
         for n, customer in enumerate(customers)
     )
 
@@ -47,8 +54,13 @@ def due(campaign, count: int, *, prefix: str) -> None:
     )
     now = timezone.now()
     Enrollment.objects.bulk_create(
-        Enrollment(workspace=campaign.workspace, campaign=campaign, customer=customer, enrolled_at=now,
-                   next_send_at=now - timedelta(minutes=count - n))
+        Enrollment(
+            workspace=campaign.workspace,
+            campaign=campaign,
+            customer=customer,
+            enrolled_at=now,
+            next_send_at=now - timedelta(minutes=count - n),
+        )
         for n, customer in enumerate(customers)
     )
 
@@ -70,7 +82,10 @@ def test_a_workspace_at_its_confirmation_quota_leaves_the_others_theirs(api, acm
     for n in range(105):
         assert pixel(api, acme, campaign_click(flooded), f"a{n}@example.com").status_code == 201
     clock.shift(timedelta(minutes=1))
-    assert pixel(api, globex, campaign_click(CampaignFactory(workspace=globex, slug="news")), "b@example.com").status_code == 201
+    assert (
+        pixel(api, globex, campaign_click(CampaignFactory(workspace=globex, slug="news")), "b@example.com").status_code
+        == 201
+    )
 
     run_pass()
     assert mailed("b") == ["b@example.com"]  # in the first pass
@@ -80,10 +95,14 @@ def test_a_workspace_at_its_confirmation_quota_leaves_the_others_theirs(api, acm
     assert Enrollment.objects.filter(workspace=acme, confirmation_sent_at__isnull=True).count() == 103
 
 
-def test_thousands_of_waiting_confirmations_leave_another_workspace_its_share_of_the_first_batch(acme, globex, settings):
+def test_thousands_of_waiting_confirmations_leave_another_workspace_its_share_of_the_first_batch(
+    acme, globex, settings
+):
     settings.CONFIRMATIONS_PER_DAY = 10_000
     pending(CampaignFactory(workspace=acme, slug="spring"), 2000, prefix="a")
-    pending(CampaignFactory(workspace=globex, slug="news"), 1, prefix="b", confirm_by=timezone.now() + timedelta(days=8))
+    pending(
+        CampaignFactory(workspace=globex, slug="news"), 1, prefix="b", confirm_by=timezone.now() + timedelta(days=8)
+    )
 
     run_pass()
     assert mailed("b") == ["b0@example.com"]
@@ -96,7 +115,9 @@ def test_thousands_of_waiting_confirmations_leave_another_workspace_its_share_of
 def test_a_confirmation_that_cannot_be_sent_is_logged_once_and_skipped(acme, globex, settings, caplog):
     settings.EMAIL_BACKEND = "tests.campaigns.mailbackends.PoisonBackend"
     pending(CampaignFactory(workspace=acme, slug="spring"), 3, prefix="poison")
-    pending(CampaignFactory(workspace=globex, slug="news"), 1, prefix="b", confirm_by=timezone.now() + timedelta(days=8))
+    pending(
+        CampaignFactory(workspace=globex, slug="news"), 1, prefix="b", confirm_by=timezone.now() + timedelta(days=8)
+    )
 
     with caplog.at_level(logging.WARNING, logger="lftrack.sender"):
         run_pass()
@@ -130,7 +151,9 @@ def one_step(workspace, slug: str):
     return campaign
 
 
-def test_thousands_of_due_emails_leave_another_workspace_its_share_of_the_first_batch(acme, globex, mailoutbox, settings):
+def test_thousands_of_due_emails_leave_another_workspace_its_share_of_the_first_batch(
+    acme, globex, mailoutbox, settings
+):
     settings.DEFAULT_DAILY_SEND_LIMIT = 10_000
     due(one_step(acme, "spring"), 2000, prefix="a")
     due(one_step(globex, "news"), 1, prefix="b")  # due after all of acme's
@@ -170,7 +193,12 @@ def test_an_email_that_cannot_be_sent_is_logged_once_and_skipped(acme, globex, s
 
 
 def test_an_enrollment_whose_reservation_raises_is_logged_and_tried_later_without_stopping_the_batch(
-    acme, globex, clock, caplog, mailoutbox, monkeypatch,
+    acme,
+    globex,
+    clock,
+    caplog,
+    mailoutbox,
+    monkeypatch,
 ):
     two_steps = one_step(acme, "spring")
     CampaignEmailFactory(campaign=two_steps, position=2, delay_minutes=60, active=True)
@@ -191,7 +219,8 @@ def test_an_enrollment_whose_reservation_raises_is_logged_and_tried_later_withou
     lines = log_lines(caplog, "enrollment not reserved")
     assert len(lines) == 2 and {(line["workspace_id"], line["error"]) for line in lines} == {(acme.pk, "OverflowError")}
     assert set(Enrollment.objects.filter(workspace=acme).values_list("last_sent_position", "next_send_at")) == {
-        (0, NOW + timedelta(minutes=10))}
+        (0, NOW + timedelta(minutes=10))
+    }
 
     monkeypatch.undo()  # fixed: the next try after the retry delay goes
     clock.shift(timedelta(minutes=10))

@@ -1,4 +1,5 @@
 """POST /api/v1/campaigns/<slug>/leads: the outcomes table of docs/enrollment.md, statuses and body, errors, limits."""
+
 from datetime import timedelta
 
 import pytest
@@ -47,7 +48,12 @@ def test_unknown_email_creates_the_contact_and_enrolls_it(api, acme_token, campa
     assert customer.source == "api" and customer.get_source_display() == "API"
     lead = CampaignLead.objects.get()
     assert (lead.campaign, lead.customer, lead.enrollment, lead.outcome, lead.channel, lead.conversion_id) == (
-        campaign, customer, enrollment, "created", "api", None
+        campaign,
+        customer,
+        enrollment,
+        "created",
+        "api",
+        None,
     )
 
 
@@ -101,7 +107,12 @@ def test_active_enrollment_is_untouched_but_name_and_external_id_are_applied(api
     assert resp.status_code == 200
     assert resp.json() == {
         "outcome": "already_enrolled",
-        "contact": {"id": first["contact"]["id"], "email": "ada@example.com", "name": "Ada Lovelace", "external_id": "crm-7"},
+        "contact": {
+            "id": first["contact"]["id"],
+            "email": "ada@example.com",
+            "name": "Ada Lovelace",
+            "external_id": "crm-7",
+        },
         "enrollment": first["enrollment"],
     }
     customer = Customer.objects.get()
@@ -215,7 +226,7 @@ def test_suppression_in_another_workspace_does_not_apply(api, acme_token, campai
 
 
 @pytest.mark.parametrize(
-    "body, message",
+    ("body", "message"),
     [
         ({}, "email is required"),
         ({"email": None}, "email is required"),

@@ -1,6 +1,7 @@
 """Email providers' webhooks (/hooks/email/<provider>): each provider's recorded bounce and complaint
 payloads, written after the examples in its documentation, suppress the right address, pause the campaign
 of the email complained of, and change nothing when the call is not the workspace's."""
+
 import base64
 import hashlib
 import hmac
@@ -28,6 +29,7 @@ OURS = "<177244260012.4242.9911@lftrack.example>"  # a Message-ID as campaigns/m
 
 # --- Recorded payloads: (body, content type, extra headers) ---------------------------------------
 
+
 def _sns(message: dict) -> tuple:
     body = {
         "Type": "Notification",
@@ -50,43 +52,78 @@ def _ses_mail(message_id: str) -> dict:
         "messageId": "0100018e0a9b8c7d-3f1e2d4c-5b6a-4789-9abc-def012345678-000000",
         "source": "noreply@lftrack.example",
         "destination": [ADA],
-        "commonHeaders": {"from": ["noreply@lftrack.example"], "to": [ADA], "messageId": message_id, "subject": "Welcome"},
+        "commonHeaders": {
+            "from": ["noreply@lftrack.example"],
+            "to": [ADA],
+            "messageId": message_id,
+            "subject": "Welcome",
+        },
     }
 
 
 def ses_bounce(message_id: str, *, hard: bool = True) -> tuple:
-    return _sns({
-        "notificationType": "Bounce",
-        "bounce": {
-            "bounceType": "Permanent" if hard else "Transient",
-            "bounceSubType": "General",
-            "bouncedRecipients": [{"emailAddress": ADA, "action": "failed", "status": "5.1.1",
-                                   "diagnosticCode": "smtp; 550 5.1.1 user unknown"}],
-            "timestamp": "2026-03-02T09:10:00.000Z",
-            "feedbackId": "0100018e0a9b8c7d-aaaa-bbbb-cccc-000000000000-000000",
-        },
-        "mail": _ses_mail(message_id),
-    })
+    return _sns(
+        {
+            "notificationType": "Bounce",
+            "bounce": {
+                "bounceType": "Permanent" if hard else "Transient",
+                "bounceSubType": "General",
+                "bouncedRecipients": [
+                    {
+                        "emailAddress": ADA,
+                        "action": "failed",
+                        "status": "5.1.1",
+                        "diagnosticCode": "smtp; 550 5.1.1 user unknown",
+                    }
+                ],
+                "timestamp": "2026-03-02T09:10:00.000Z",
+                "feedbackId": "0100018e0a9b8c7d-aaaa-bbbb-cccc-000000000000-000000",
+            },
+            "mail": _ses_mail(message_id),
+        }
+    )
 
 
 def ses_complaint(message_id: str) -> tuple:
-    return _sns({
-        "notificationType": "Complaint",
-        "complaint": {"complainedRecipients": [{"emailAddress": ADA}], "complaintFeedbackType": "abuse",
-                      "timestamp": "2026-03-02T09:10:00.000Z", "feedbackId": "0100018e-feedback-000000"},
-        "mail": _ses_mail(message_id),
-    })
+    return _sns(
+        {
+            "notificationType": "Complaint",
+            "complaint": {
+                "complainedRecipients": [{"emailAddress": ADA}],
+                "complaintFeedbackType": "abuse",
+                "timestamp": "2026-03-02T09:10:00.000Z",
+                "feedbackId": "0100018e-feedback-000000",
+            },
+            "mail": _ses_mail(message_id),
+        }
+    )
 
 
 def _postmark(record_type: str, kind: str) -> tuple:
-    return {
-        "RecordType": record_type, "ID": 4323372036854775807, "Type": kind, "TypeCode": 1, "Name": kind,
-        "Tag": "", "MessageID": "883953f4-6105-42a2-a16a-77a8eac79483", "ServerID": 23, "MessageStream": "outbound",
-        "Description": "The server was unable to deliver your message (ex: unknown user, mailbox not found).",
-        "Details": "smtp;550 5.1.1 The email account that you tried to reach does not exist.",
-        "Email": ADA, "From": "noreply@lftrack.example", "BouncedAt": "2026-03-02T09:10:00Z",
-        "DumpAvailable": True, "Inactive": True, "CanActivate": True, "Subject": "Welcome",
-    }, "application/json", {}
+    return (
+        {
+            "RecordType": record_type,
+            "ID": 4323372036854775807,
+            "Type": kind,
+            "TypeCode": 1,
+            "Name": kind,
+            "Tag": "",
+            "MessageID": "883953f4-6105-42a2-a16a-77a8eac79483",
+            "ServerID": 23,
+            "MessageStream": "outbound",
+            "Description": "The server was unable to deliver your message (ex: unknown user, mailbox not found).",
+            "Details": "smtp;550 5.1.1 The email account that you tried to reach does not exist.",
+            "Email": ADA,
+            "From": "noreply@lftrack.example",
+            "BouncedAt": "2026-03-02T09:10:00Z",
+            "DumpAvailable": True,
+            "Inactive": True,
+            "CanActivate": True,
+            "Subject": "Welcome",
+        },
+        "application/json",
+        {},
+    )
 
 
 def postmark_bounce(message_id: str, *, hard: bool = True) -> tuple:
@@ -98,16 +135,32 @@ def postmark_complaint(message_id: str) -> tuple:
 
 
 def _sendgrid(event: str, **fields) -> tuple:
-    return [{
-        "email": ADA, "timestamp": 1772442600, "smtp-id": fields.pop("message_id"), "event": event,
-        "category": [], "sg_event_id": "c2VuZGdyaWRfZXZlbnRfaWQ", "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0",
-        **fields,
-    }], "application/json", {}
+    return (
+        [
+            {
+                "email": ADA,
+                "timestamp": 1772442600,
+                "smtp-id": fields.pop("message_id"),
+                "event": event,
+                "category": [],
+                "sg_event_id": "c2VuZGdyaWRfZXZlbnRfaWQ",
+                "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0",
+                **fields,
+            }
+        ],
+        "application/json",
+        {},
+    )
 
 
 def sendgrid_bounce(message_id: str, *, hard: bool = True) -> tuple:
-    return _sendgrid("bounce", message_id=message_id, reason="500 unknown recipient", status="5.0.0",
-                     type="bounce" if hard else "blocked")
+    return _sendgrid(
+        "bounce",
+        message_id=message_id,
+        reason="500 unknown recipient",
+        status="5.0.0",
+        type="bounce" if hard else "blocked",
+    )
 
 
 def sendgrid_complaint(message_id: str) -> tuple:
@@ -123,18 +176,36 @@ def _mailgun(event_data: dict, key: str = MAILGUN_KEY, *, age: int = 0, token: s
 
 def _mailgun_event(event: str, message_id: str, **fields) -> dict:
     return {
-        "event": event, "id": "G9Bn5sl1TC6nu79C8C0bwg", "timestamp": 1772442600.12, "recipient": ADA,
-        "message": {"headers": {"to": ADA, "message-id": message_id.strip("<>"), "from": "noreply@lftrack.example",
-                                "subject": "Welcome"}, "size": 111},
-        "tags": [], "user-variables": {}, **fields,
+        "event": event,
+        "id": "G9Bn5sl1TC6nu79C8C0bwg",
+        "timestamp": 1772442600.12,
+        "recipient": ADA,
+        "message": {
+            "headers": {
+                "to": ADA,
+                "message-id": message_id.strip("<>"),
+                "from": "noreply@lftrack.example",
+                "subject": "Welcome",
+            },
+            "size": 111,
+        },
+        "tags": [],
+        "user-variables": {},
+        **fields,
     }
 
 
 def mailgun_bounce(message_id: str, *, hard: bool = True, key: str = MAILGUN_KEY) -> tuple:
-    return _mailgun(_mailgun_event(
-        "failed", message_id, severity="permanent" if hard else "temporary", reason="bounce",
-        **{"delivery-status": {"code": 550, "message": "No such user", "description": ""}},
-    ), key)
+    return _mailgun(
+        _mailgun_event(
+            "failed",
+            message_id,
+            severity="permanent" if hard else "temporary",
+            reason="bounce",
+            **{"delivery-status": {"code": 550, "message": "No such user", "description": ""}},
+        ),
+        key,
+    )
 
 
 def mailgun_complaint(message_id: str) -> tuple:
@@ -142,11 +213,24 @@ def mailgun_complaint(message_id: str) -> tuple:
 
 
 def _brevo(event: str, message_id: str) -> tuple:
-    return {
-        "event": event, "email": ADA, "id": 1234567, "date": "2026-03-02 10:10:00", "ts": 1772442600,
-        "message-id": message_id, "ts_event": 1772442600, "subject": "Welcome", "tag": "",
-        "sending_ip": "185.41.28.109", "ts_epoch": 1772442600000, "reason": "550 5.1.1 user unknown",
-    }, "application/json", {}
+    return (
+        {
+            "event": event,
+            "email": ADA,
+            "id": 1234567,
+            "date": "2026-03-02 10:10:00",
+            "ts": 1772442600,
+            "message-id": message_id,
+            "ts_event": 1772442600,
+            "subject": "Welcome",
+            "tag": "",
+            "sending_ip": "185.41.28.109",
+            "ts_epoch": 1772442600000,
+            "reason": "550 5.1.1 user unknown",
+        },
+        "application/json",
+        {},
+    )
 
 
 def brevo_bounce(message_id: str, *, hard: bool = True) -> tuple:
@@ -158,11 +242,23 @@ def brevo_complaint(message_id: str) -> tuple:
 
 
 def _mailjet(event: str, **fields) -> tuple:
-    return {
-        "event": event, "time": 1772442600, "MessageID": 19421777835146490, "Message_GUID": "1ab23cd4-e567-8901-2345-6789f0gh1i2j",
-        "email": ADA, "mj_campaign_id": 7173, "mj_contact_id": 320, "customcampaign": "", "CustomID": "", "Payload": "",
-        **fields,
-    }, "application/json", {}
+    return (
+        {
+            "event": event,
+            "time": 1772442600,
+            "MessageID": 19421777835146490,
+            "Message_GUID": "1ab23cd4-e567-8901-2345-6789f0gh1i2j",
+            "email": ADA,
+            "mj_campaign_id": 7173,
+            "mj_contact_id": 320,
+            "customcampaign": "",
+            "CustomID": "",
+            "Payload": "",
+            **fields,
+        },
+        "application/json",
+        {},
+    )
 
 
 def mailjet_bounce(message_id: str, *, hard: bool = True) -> tuple:
@@ -174,14 +270,25 @@ def mailjet_complaint(message_id: str) -> tuple:
 
 
 def _sparkpost(event: dict) -> tuple:
-    common = {"raw_rcpt_to": ADA, "rcpt_to": ADA, "message_id": "0e0d94b7-9085-4e3c-ab30-e3f2cd9c273e",
-              "transmission_id": "65832150921904138", "timestamp": "1772442600", "event_id": "92356927693813856"}
+    common = {
+        "raw_rcpt_to": ADA,
+        "rcpt_to": ADA,
+        "message_id": "0e0d94b7-9085-4e3c-ab30-e3f2cd9c273e",
+        "transmission_id": "65832150921904138",
+        "timestamp": "1772442600",
+        "event_id": "92356927693813856",
+    }
     return [{"msys": {"message_event": {**common, **event}}}], "application/json", {}
 
 
 def sparkpost_bounce(message_id: str, *, hard: bool = True) -> tuple:
-    return _sparkpost({"type": "bounce", "bounce_class": "10" if hard else "20",
-                       "raw_reason": "550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown"})
+    return _sparkpost(
+        {
+            "type": "bounce",
+            "bounce_class": "10" if hard else "20",
+            "raw_reason": "550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown",
+        }
+    )
 
 
 def sparkpost_complaint(message_id: str) -> tuple:
@@ -203,6 +310,7 @@ NAMES_THE_MESSAGE = {"amazon_ses", "brevo", "mailgun", "sendgrid"}
 
 # --- Helpers ----------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def secret(acme) -> str:
     return provider_hook_create(workspace=acme, signing_keys={"mailgun": MAILGUN_KEY})[1]
@@ -223,6 +331,7 @@ def enrolled(workspace, *, campaign_slug: str) -> Enrollment:
 
 # --- Tests ------------------------------------------------------------------------------------------
 
+
 def test_every_provider_has_recorded_payloads():
     assert set(PAYLOADS) == set(PROVIDERS)
 
@@ -230,7 +339,9 @@ def test_every_provider_has_recorded_payloads():
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_a_hard_bounce_suppresses_the_address_and_a_soft_one_changes_nothing(client, acme, secret, provider):
     bounce, _ = PAYLOADS[provider]
-    enrollment = EnrollmentFactory(campaign=CampaignFactory(workspace=acme), customer=CustomerFactory(workspace=acme, email=ADA))
+    enrollment = EnrollmentFactory(
+        campaign=CampaignFactory(workspace=acme), customer=CustomerFactory(workspace=acme, email=ADA)
+    )
 
     soft = call(client, provider, bounce(OURS, hard=False), password=secret)
     assert soft.status_code == 200 and soft.json() == {"events": 1, "suppressed": 0}
@@ -254,11 +365,13 @@ def test_a_complaint_suppresses_and_pauses_the_campaign_of_the_email_complained_
     customer = CustomerFactory(workspace=acme, email=ADA)
     older = EmailSendFactory(
         enrollment=EnrollmentFactory(campaign=CampaignFactory(workspace=acme, slug="spring"), customer=customer),
-        message_id=OURS, sent_at=timezone.now() - timedelta(days=1),
+        message_id=OURS,
+        sent_at=timezone.now() - timedelta(days=1),
     )
     latest = EmailSendFactory(
         enrollment=EnrollmentFactory(campaign=CampaignFactory(workspace=acme, slug="autumn"), customer=customer),
-        message_id="<177244260099.4242.1234@lftrack.example>", sent_at=timezone.now(),
+        message_id="<177244260099.4242.1234@lftrack.example>",
+        sent_at=timezone.now(),
     )
 
     response = call(client, provider, complaint(OURS), password=secret)
@@ -318,11 +431,20 @@ def test_a_new_secret_keeps_the_signing_keys_and_bad_keys_are_refused(client, ac
 
 def test_bad_calls_get_a_json_error(client, acme, secret):
     garbled = ("{not json", "application/json", {})
-    response = client.post("/hooks/email/sendgrid", data="{not json", content_type="application/json",
-                           HTTP_AUTHORIZATION="Basic " + base64.b64encode(f"acme:{secret}".encode()).decode())
+    response = client.post(
+        "/hooks/email/sendgrid",
+        data="{not json",
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Basic " + base64.b64encode(f"acme:{secret}".encode()).decode(),
+    )
     assert response.status_code == 400 and response.json() == {"error": "invalid payload"}
-    assert call(client, "postmark", ({"RecordType": "Bounce"}, "application/json", {}), password=secret).status_code == 200
-    assert call(client, "sparkpost", ([{"msys": {"a": {}, "b": {}}}], "application/json", {}), password=secret).status_code == 400
+    assert (
+        call(client, "postmark", ({"RecordType": "Bounce"}, "application/json", {}), password=secret).status_code == 200
+    )
+    assert (
+        call(client, "sparkpost", ([{"msys": {"a": {}, "b": {}}}], "application/json", {}), password=secret).status_code
+        == 400
+    )
     assert call(client, "nosuch", garbled, password=secret).json() == {"error": "unknown provider"}
     assert client.get("/hooks/email/sendgrid").status_code == 405
     big = client.post("/hooks/email/sendgrid", data=b"[" + b" " * (1024 * 1024) + b"]", content_type="application/json")
@@ -343,7 +465,11 @@ def test_wrong_secrets_are_limited_per_address_and_calls_per_workspace(client, a
     assert refused.status_code == 429 and refused.json() == {"error": "rate_limited"} and refused["Retry-After"]
     # ...and each workspace has its own budget of calls.
     other = client.__class__(REMOTE_ADDR="192.0.2.99")
-    assert [call(other, "postmark", postmark_bounce(OURS), password=secret).status_code for _ in range(3)] == [200, 200, 429]
+    assert [call(other, "postmark", postmark_bounce(OURS), password=secret).status_code for _ in range(3)] == [
+        200,
+        200,
+        429,
+    ]
     assert call(other, "postmark", postmark_bounce(OURS), user="globex", password=globex_secret).status_code == 200
 
 
@@ -366,18 +492,29 @@ def test_amazon_sns_subscription_is_confirmed_at_its_own_address_only(client, ac
     monkeypatch.setattr("campaigns.provider_hooks.sns_fetch", fetched.append)
 
     def confirmation(url: str) -> tuple:
-        body = {"Type": "SubscriptionConfirmation", "MessageId": "165545c9-2a5c-472c-8df2-7ff2be2b3b1b",
-                "Token": "2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736",
-                "TopicArn": "arn:aws:sns:us-west-2:123456789012:MyTopic",
-                "Message": "You have chosen to subscribe to the topic arn:aws:sns:us-west-2:123456789012:MyTopic.",
-                "SubscribeURL": url, "Timestamp": "2026-03-02T09:10:00.000Z"}
-        return body, "text/plain; charset=UTF-8", {"HTTP_X_AMZ_SNS_MESSAGE_TYPE": "SubscriptionConfirmation",
-                                                    "HTTP_X_AMZ_SNS_MESSAGE_ID": body["MessageId"]}
+        body = {
+            "Type": "SubscriptionConfirmation",
+            "MessageId": "165545c9-2a5c-472c-8df2-7ff2be2b3b1b",
+            "Token": "2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736",
+            "TopicArn": "arn:aws:sns:us-west-2:123456789012:MyTopic",
+            "Message": "You have chosen to subscribe to the topic arn:aws:sns:us-west-2:123456789012:MyTopic.",
+            "SubscribeURL": url,
+            "Timestamp": "2026-03-02T09:10:00.000Z",
+        }
+        return (
+            body,
+            "text/plain; charset=UTF-8",
+            {"HTTP_X_AMZ_SNS_MESSAGE_TYPE": "SubscriptionConfirmation", "HTTP_X_AMZ_SNS_MESSAGE_ID": body["MessageId"]},
+        )
 
     good = "https://sns.us-west-2.amazonaws.com/?Action=ConfirmSubscription&TopicArn=arn:aws:sns:us-west-2:123456789012:MyTopic&Token=2336"
     assert call(client, "amazon_ses", confirmation(good), password=secret).status_code == 200
     assert fetched == [good]
-    for bad in ("http://sns.us-west-2.amazonaws.com/?x", "https://sns.us-west-2.amazonaws.com.evil.example/", "https://169.254.169.254/"):
+    for bad in (
+        "http://sns.us-west-2.amazonaws.com/?x",
+        "https://sns.us-west-2.amazonaws.com.evil.example/",
+        "https://169.254.169.254/",
+    ):
         assert call(client, "amazon_ses", confirmation(bad), password=secret).status_code == 400
     assert fetched == [good]
     assert call(client, "amazon_ses", confirmation(good)).status_code == 401  # no secret, no visit
@@ -386,13 +523,16 @@ def test_amazon_sns_subscription_is_confirmed_at_its_own_address_only(client, ac
     assert failed.status_code == 502 and "could not confirm" in failed.json()["error"]
 
 
-@pytest.mark.parametrize("provider, body", [
-    ("brevo", {"items": [{"Uuid": ["x"]}]}),                        # Brevo's inbound webhook
-    ("postmark", {"FromFull": {"Email": "a@example.com"}}),          # Postmark's inbound webhook
-    ("sparkpost", [{"msys": {"relay_message": {"content": {}}}}]),   # SparkPost's inbound relay
-    ("postmark", json.loads("[" * 100 + "]" * 100)),                 # not an object
-    ("sendgrid", {"not": "a list"}),
-])
+@pytest.mark.parametrize(
+    ("provider", "body"),
+    [
+        ("brevo", {"items": [{"Uuid": ["x"]}]}),  # Brevo's inbound webhook
+        ("postmark", {"FromFull": {"Email": "a@example.com"}}),  # Postmark's inbound webhook
+        ("sparkpost", [{"msys": {"relay_message": {"content": {}}}}]),  # SparkPost's inbound relay
+        ("postmark", json.loads("[" * 100 + "]" * 100)),  # not an object
+        ("sendgrid", {"not": "a list"}),
+    ],
+)
 def test_payloads_the_parser_cannot_read_are_400(client, acme, secret, provider, body):
     response = call(client, provider, (body, "application/json", {}), password=secret)
     assert response.status_code == 400 and response.json() == {"error": "invalid payload"}
@@ -400,8 +540,12 @@ def test_payloads_the_parser_cannot_read_are_400(client, acme, secret, provider,
 
 def test_deeply_nested_json_is_400(client, acme, secret):
     deep = "[" * 200_000 + "]" * 200_000
-    response = client.post("/hooks/email/postmark", data=deep, content_type="application/json",
-                           HTTP_AUTHORIZATION="Basic " + base64.b64encode(f"acme:{secret}".encode()).decode())
+    response = client.post(
+        "/hooks/email/postmark",
+        data=deep,
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Basic " + base64.b64encode(f"acme:{secret}".encode()).decode(),
+    )
     assert response.status_code == 400
 
 

@@ -1,4 +1,5 @@
 """GET /api/v1/campaigns/<slug>/enrollments: a campaign's recipients newest first, by state, a page at a time."""
+
 from datetime import timedelta
 
 import pytest
@@ -16,10 +17,14 @@ URL = "/api/v1/campaigns/spring/enrollments"
 def recipients(acme, globex):
     spring = CampaignFactory(workspace=acme, slug="spring")
     now = timezone.now()
-    ada = EnrollmentFactory(campaign=spring, customer=CustomerFactory(workspace=acme, email="ada@example.com",
-                                                                      external_id="user_42"),
-                            enrolled_at=now - timedelta(days=2), last_sent_position=1, last_sent_at=now - timedelta(days=1),
-                            next_send_at=now + timedelta(days=1))
+    ada = EnrollmentFactory(
+        campaign=spring,
+        customer=CustomerFactory(workspace=acme, email="ada@example.com", external_id="user_42"),
+        enrolled_at=now - timedelta(days=2),
+        last_sent_position=1,
+        last_sent_at=now - timedelta(days=1),
+        next_send_at=now + timedelta(days=1),
+    )
     bob = EnrollmentFactory(campaign=spring, enrolled_at=now - timedelta(days=1), state="stopped", stopped_at=now)
     cy = EnrollmentFactory(campaign=spring, enrolled_at=now)
     EnrollmentFactory(campaign=CampaignFactory(workspace=globex, slug="spring"))
@@ -31,8 +36,12 @@ def test_newest_first_with_what_went_last_and_what_goes_next(api, acme_token, re
     body = api.get(URL, token=acme_token).json()
     assert [r["id"] for r in body["data"]] == [cy.pk, bob.pk, ada.pk] and body["next"] is None
     first = body["data"][2]
-    assert first["contact"] == {"id": ada.customer_id, "email": "ada@example.com", "name": first["contact"]["name"],
-                                "external_id": "user_42"}
+    assert first["contact"] == {
+        "id": ada.customer_id,
+        "email": "ada@example.com",
+        "name": first["contact"]["name"],
+        "external_id": "user_42",
+    }
     assert (first["state"], first["last_sent_position"]) == ("active", 1)
     assert first["last_sent_at"] and first["next_send_at"] and first["enrolled_at"]
 

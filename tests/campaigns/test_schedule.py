@@ -1,4 +1,5 @@
 """next_send_at (docs/enrollment.md), with the clock moved by time_machine."""
+
 from datetime import timedelta
 
 import pytest
@@ -174,12 +175,12 @@ def test_the_sql_rule_agrees_with_the_python_rule(acme, microsecond):
     for position, delay, active in [(1, 0, True), (2, 7, False), (3, 61, True), (4, 1440, True)]:
         CampaignEmailFactory(campaign=campaign, position=position, delay_minutes=delay, active=active)
     rows = [
-        dict(enrolled_at=base),
-        dict(enrolled_at=base, resumed_at=base + 3 * MIN),
-        dict(enrolled_at=base, last_sent_position=1, last_sent_at=base + timedelta(seconds=1)),
-        dict(enrolled_at=base, last_sent_position=1, last_sent_at=base + MIN, resumed_at=base + 9 * MIN),
-        dict(enrolled_at=base, last_sent_position=3, last_sent_at=base + 2 * MIN, resumed_at=base + MIN),
-        dict(enrolled_at=base, last_sent_position=4, last_sent_at=base + 5 * MIN),
+        {"enrolled_at": base},
+        {"enrolled_at": base, "resumed_at": base + 3 * MIN},
+        {"enrolled_at": base, "last_sent_position": 1, "last_sent_at": base + timedelta(seconds=1)},
+        {"enrolled_at": base, "last_sent_position": 1, "last_sent_at": base + MIN, "resumed_at": base + 9 * MIN},
+        {"enrolled_at": base, "last_sent_position": 3, "last_sent_at": base + 2 * MIN, "resumed_at": base + MIN},
+        {"enrolled_at": base, "last_sent_position": 4, "last_sent_at": base + 5 * MIN},
     ]
     enrollments = [EnrollmentFactory(campaign=campaign, **row) for row in rows]
 

@@ -1,4 +1,5 @@
 """`manage.py send_due_emails`: one pass with --once, and the long-lived worker stopping cleanly on a signal."""
+
 import json
 import os
 import queue
@@ -43,7 +44,9 @@ def test_once_runs_one_pass_and_prints_its_counts(acme, clock, mailoutbox, caplo
     campaign = CampaignFactory(workspace=acme, slug="spring")
     CampaignEmailFactory(campaign=campaign, position=1, delay_minutes=0)
     campaign_lead_add(campaign=campaign, email="ada@example.com")
-    EnrollmentFactory(campaign=campaign, customer=CustomerFactory(workspace=acme, email=""), next_send_at=timezone.now())
+    EnrollmentFactory(
+        campaign=campaign, customer=CustomerFactory(workspace=acme, email=""), next_send_at=timezone.now()
+    )
 
     assert run("--once") == {"sent": 1, "deferred": 0, "skipped": 1}
     assert len(mailoutbox) == 1
@@ -54,10 +57,13 @@ def test_once_runs_one_pass_and_prints_its_counts(acme, clock, mailoutbox, caplo
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("args, message", [
-    (["--once", "--batch-size", "0"], "--batch-size must be between 1 and 10000"),
-    (["--sleep", "0"], "--sleep must be above 0 and at most 3600 seconds"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--once", "--batch-size", "0"], "--batch-size must be between 1 and 10000"),
+        (["--sleep", "0"], "--sleep must be above 0 and at most 3600 seconds"),
+    ],
+)
 def test_bad_options_are_one_line_errors(args, message):
     with pytest.raises(CommandError, match=f"^{message}$"):
         call_command("send_due_emails", *args, stdout=StringIO())
@@ -81,7 +87,11 @@ def test_the_worker_sends_what_is_due_and_exits_0_on_a_signal(acme, signum):
     }
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "send_due_emails", "--sleep", "0.2"],
-        cwd=BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in worker.stderr], daemon=True)
@@ -105,7 +115,7 @@ def test_the_worker_sends_what_is_due_and_exits_0_on_a_signal(acme, signum):
 
 
 @pytest.mark.parametrize(
-    "missing, message",
+    ("missing", "message"),
     [
         ({"EMAIL_URL_SET": False}, "EMAIL_URL is required when DEBUG is off"),
         ({"PUBLIC_BASE_URL": "http://track.example.com"}, "PUBLIC_BASE_URL must be an https URL when DEBUG is off"),
@@ -135,7 +145,9 @@ def test_check_deploy_names_the_missing_mail_settings(settings):
 
 def test_with_debug_on_the_console_is_fine(settings):
     settings.DEBUG, settings.EMAIL_URL_SET, settings.PUBLIC_BASE_URL = True, False, "http://127.0.0.1:8000"
-    call_command("check", "--deploy", "--fail-level", "ERROR", "--tag", "security", stdout=StringIO(), stderr=StringIO())
+    call_command(
+        "check", "--deploy", "--fail-level", "ERROR", "--tag", "security", stdout=StringIO(), stderr=StringIO()
+    )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,4 +1,5 @@
 """The sender (campaigns/sending.py): sequences on schedule, exactly the due steps, suppression, pause, limits."""
+
 from datetime import timedelta
 
 import pytest
@@ -72,7 +73,9 @@ def test_three_step_sequence_goes_out_on_schedule_and_completes(acme, clock, mai
     clock.shift(timedelta(seconds=1))
     assert run_pass().counts() == {"sent": 1, "deferred": 0, "skipped": 0}
     enrollment.refresh_from_db()
-    assert enrollment.next_send_at == NOW + timedelta(minutes=60 + 1440) == enrollment_next_send_at(enrollment=enrollment)
+    assert (
+        enrollment.next_send_at == NOW + timedelta(minutes=60 + 1440) == enrollment_next_send_at(enrollment=enrollment)
+    )
 
     clock.shift(timedelta(minutes=1439))
     assert run_pass().counts() == NOTHING
@@ -85,7 +88,9 @@ def test_three_step_sequence_goes_out_on_schedule_and_completes(acme, clock, mai
     assert enrollment.completed_at == NOW + timedelta(minutes=1500)
     sends = list(EmailSend.objects.filter(enrollment=enrollment).order_by("position"))
     assert [(s.position, s.status, s.error, s.to_email) for s in sends] == [
-        (1, "sent", "", "ada@example.com"), (2, "sent", "", "ada@example.com"), (3, "sent", "", "ada@example.com")
+        (1, "sent", "", "ada@example.com"),
+        (2, "sent", "", "ada@example.com"),
+        (3, "sent", "", "ada@example.com"),
     ]
     assert [s.sent_at for s in sends] == [NOW, NOW + timedelta(minutes=60), NOW + timedelta(minutes=1500)]
     assert [s.campaign_email.position for s in sends] == [1, 2, 3]
@@ -176,7 +181,11 @@ def test_an_address_suppressed_at_send_time_is_skipped_and_its_enrollment_stoppe
     assert run_pass().counts() == {"sent": 1, "deferred": 0, "skipped": 1}
     assert [m.to for m in mailoutbox] == [["bob@example.com"]]
     enrollment.refresh_from_db()
-    assert (enrollment.state, enrollment.stopped_at, enrollment.next_send_at) == ("stopped", NOW + timedelta(minutes=10), None)
+    assert (enrollment.state, enrollment.stopped_at, enrollment.next_send_at) == (
+        "stopped",
+        NOW + timedelta(minutes=10),
+        None,
+    )
     assert positions(enrollment) == []
     assert positions(other) == [1]
 
@@ -255,7 +264,9 @@ def test_only_name_and_email_are_filled_in_and_nothing_else_is_evaluated(acme, c
     assert message.subject == "{% load static %}Hi Ada {{ email }} Bcc: evil@example.com <b>  Bcc: victim@example.com"
     assert message.body == (
         "{{ request }} {% now 'Y' %} {{ settings.SECRET_KEY }} Ada {{ email }} Bcc: evil@example.com <b> "
-        "<ada@example.com> {{ Name }}\n\n-- \nUnsubscribe: " + message.extra_headers["List-Unsubscribe"].strip("<>") + "\n"
+        "<ada@example.com> {{ Name }}\n\n-- \nUnsubscribe: "
+        + message.extra_headers["List-Unsubscribe"].strip("<>")
+        + "\n"
     )
     assert message.to == ["ada@example.com"]
     assert message.recipients() == ["ada@example.com"]
@@ -319,7 +330,9 @@ def test_the_daily_limit_defers_to_the_next_utc_day_and_sends_later(acme, globex
     autumn = sequence(acme, 0, slug="autumn")
     # One send earlier today and one yesterday, of another campaign: today's counts, yesterday's not.
     EmailSendFactory(enrollment=enroll(autumn, email="early@example.com"), position=1, sent_at=NOW - timedelta(hours=1))
-    EmailSendFactory(enrollment=enroll(autumn, email="older@example.com"), position=1, sent_at=NOW - timedelta(hours=10))
+    EmailSendFactory(
+        enrollment=enroll(autumn, email="older@example.com"), position=1, sent_at=NOW - timedelta(hours=10)
+    )
     Enrollment.objects.filter(campaign=autumn).update(state="completed", next_send_at=None)
     people = [enroll(spring, email=f"p{i}@example.com") for i in range(2)]  # through the API's service
     globex_campaign = sequence(globex, 0)

@@ -1,4 +1,5 @@
 """Two sender workers at once on PostgreSQL: every step goes exactly once, the daily limit holds, the index serves."""
+
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -74,7 +75,9 @@ def test_two_workers_over_200_due_enrollments_send_each_step_exactly_once(mailou
     assert Counter(EmailSend.objects.values_list("position", flat=True)) == {1: 200, 2: 200, 3: 200}
     delivered = Counter((m.to[0], m.subject) for m in mail.outbox)
     assert len(delivered) == 600 and set(delivered.values()) == {1}
-    assert set(Enrollment.objects.values_list("state", "last_sent_position", "next_send_at")) == {("completed", 3, None)}
+    assert set(Enrollment.objects.values_list("state", "last_sent_position", "next_send_at")) == {
+        ("completed", 3, None)
+    }
 
 
 def test_two_workers_never_exceed_the_daily_limit_together(mailoutbox):
@@ -99,8 +102,12 @@ def test_the_claim_query_is_served_by_the_due_index():
     )
     Enrollment.objects.bulk_create(
         Enrollment(
-            workspace_id=campaign.workspace_id, campaign=campaign, customer=customer, enrolled_at=later,
-            state="completed" if i % 2 else "active", next_send_at=None if i % 2 else later,
+            workspace_id=campaign.workspace_id,
+            campaign=campaign,
+            customer=customer,
+            enrolled_at=later,
+            state="completed" if i % 2 else "active",
+            next_send_at=None if i % 2 else later,
         )
         for i, customer in enumerate(customers)
     )

@@ -1,4 +1,5 @@
 """Campaign services: campaigns and steps, stop and resume, suppression."""
+
 from datetime import timedelta
 
 import pytest
@@ -27,19 +28,24 @@ pytestmark = pytest.mark.django_db
 def test_campaign_get_finds_only_the_workspaces_own(acme, globex, campaign, globex_campaign):
     assert campaign_get(workspace=acme, slug="spring") == campaign
     for workspace, slug in [(acme, globex_campaign.slug), (globex, "spring"), (acme, "nope"), (acme, "")]:
-        with pytest.raises(NotFound, match="^unknown campaign$"):
+        with pytest.raises(NotFound, match=r"^unknown campaign$"):
             campaign_get(workspace=workspace, slug=slug)
 
 
 def test_campaign_create(acme, globex):
     campaign = campaign_create(workspace=acme, slug="spring-2026", name="Spring")
-    assert (campaign.workspace, campaign.slug, campaign.name, campaign.status) == (acme, "spring-2026", "Spring", "active")
+    assert (campaign.workspace, campaign.slug, campaign.name, campaign.status) == (
+        acme,
+        "spring-2026",
+        "Spring",
+        "active",
+    )
     assert campaign_create(workspace=acme, slug="bare").name == "bare"
     assert campaign_create(workspace=globex, slug="spring-2026").workspace == globex  # slugs are per workspace
 
 
 @pytest.mark.parametrize(
-    "slug, name, message",
+    ("slug", "name", "message"),
     [
         ("Spring", "", "slug must be lowercase letters, digits and hyphens"),
         ("-spring", "", "slug must be lowercase letters, digits and hyphens"),
@@ -66,7 +72,7 @@ def test_steps_take_the_next_position(acme):
 
 
 @pytest.mark.parametrize(
-    "subject, body, delay, message",
+    ("subject", "body", "delay", "message"),
     [
         ("", "b", 0, "subject is required"),
         ("s" * 256, "b", 0, "subject is too long"),
@@ -125,7 +131,7 @@ def test_resume_of_an_active_or_completed_enrollment_changes_nothing(campaign, c
 def test_a_suppressed_address_cannot_be_resumed(campaign):
     enrollment = campaign_lead_add(campaign=campaign, email="ada@example.com").enrollment
     suppression_add(workspace=campaign.workspace, email="ada@example.com", reason="bounced", channel="email")
-    with pytest.raises(Unprocessable, match="^email is suppressed$"):
+    with pytest.raises(Unprocessable, match=r"^email is suppressed$"):
         enrollment_resume(enrollment=enrollment)
     assert Enrollment.objects.get().state == "stopped"
 
@@ -175,7 +181,7 @@ def test_suppressing_an_address_without_a_contact(acme):
 
 
 @pytest.mark.parametrize(
-    "email, reason, channel, message",
+    ("email", "reason", "channel", "message"),
     [
         ("", "bounced", "email", "email is required"),
         ("not-an-address", "bounced", "email", "invalid email"),

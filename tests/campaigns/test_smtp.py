@@ -1,4 +1,5 @@
 """Through real SMTP: a local aiosmtpd server started by the test receives what the sender hands over."""
+
 import logging
 import socket
 from datetime import timedelta
@@ -81,7 +82,13 @@ def smtp_server(smtp_settings, caplog):
 @pytest.fixture
 def spring(acme):
     campaign = CampaignFactory(workspace=acme, slug="spring", name="Spring")
-    CampaignEmailFactory(campaign=campaign, position=1, delay_minutes=0, subject="Welcome, {{ name }}", body="Hi {{ name }} ({{ email }}).")
+    CampaignEmailFactory(
+        campaign=campaign,
+        position=1,
+        delay_minutes=0,
+        subject="Welcome, {{ name }}",
+        body="Hi {{ name }} ({{ email }}).",
+    )
     CampaignEmailFactory(campaign=campaign, position=2, delay_minutes=60, subject="Tips", body="More.")
     return campaign
 
@@ -120,7 +127,9 @@ def test_an_email_goes_through_smtp_with_its_headers_and_its_unsubscribe_link_wo
     assert page.status_code == 200 and "zoe@example.com" in page.content.decode()
     assert not Suppression.objects.exists()
     # A mail client's one-click unsubscribe (RFC 8058).
-    clicked = Client(enforce_csrf_checks=True).post(url, "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
+    clicked = Client(enforce_csrf_checks=True).post(
+        url, "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded"
+    )
     assert clicked.status_code == 200
     suppression = Suppression.objects.get()
     assert (suppression.workspace, suppression.email, suppression.reason) == (acme, "zoe@example.com", "unsubscribed")
@@ -129,12 +138,19 @@ def test_an_email_goes_through_smtp_with_its_headers_and_its_unsubscribe_link_wo
 
     clock.shift(timedelta(hours=1))
     assert run_pass().counts() == {"sent": 1, "deferred": 0, "skipped": 0}  # only Max's second email
-    assert [rcpt for _, rcpt, _ in smtp_server.received] == [["zoe@example.com"], ["max@example.com"], ["max@example.com"]]
+    assert [rcpt for _, rcpt, _ in smtp_server.received] == [
+        ["zoe@example.com"],
+        ["max@example.com"],
+        ["max@example.com"],
+    ]
 
 
 def test_refused_recipients_fail_for_good_or_are_tried_again_later(acme, spring, clock, smtp_server):
-    ok, gone, later = enroll_in_order(spring, clock, "ok@example.com", "gone@example.com", "later@example.com")
-    smtp_server.rcpt_replies = {"gone@example.com": "550 5.1.1 No such user", "later@example.com": "451 4.7.1 Try again later"}
+    _ok, gone, later = enroll_in_order(spring, clock, "ok@example.com", "gone@example.com", "later@example.com")
+    smtp_server.rcpt_replies = {
+        "gone@example.com": "550 5.1.1 No such user",
+        "later@example.com": "451 4.7.1 Try again later",
+    }
     now = NOW + timedelta(seconds=3)
 
     result = run_pass()
@@ -180,7 +196,7 @@ def test_nothing_is_lost_while_the_smtp_server_is_down(acme, spring, clock, smtp
 
 
 def test_a_server_closing_the_session_releases_the_rest_of_the_batch(acme, spring, clock, smtp_server):
-    first, second, third = enroll_in_order(spring, clock, "a@example.com", "b@example.com", "c@example.com")
+    _first, second, third = enroll_in_order(spring, clock, "a@example.com", "b@example.com", "c@example.com")
     smtp_server.data_replies = {"b@example.com": "421 4.3.2 Service shutting down"}
     result = run_pass()
     assert (result.counts(), result.failed) == ({"sent": 1, "deferred": 2, "skipped": 0}, 0)
@@ -195,14 +211,16 @@ def test_a_server_closing_the_session_releases_the_rest_of_the_batch(acme, sprin
 
 
 def test_a_connection_lost_mid_message_never_resends_that_message(acme, spring, clock, smtp_server):
-    first, second, third = enroll_in_order(spring, clock, "a@example.com", "b@example.com", "c@example.com")
+    _first, second, third = enroll_in_order(spring, clock, "a@example.com", "b@example.com", "c@example.com")
     smtp_server.data_replies = {"b@example.com": "drop"}
     result = run_pass()
     assert (result.counts(), result.failed) == ({"sent": 1, "deferred": 1, "skipped": 0}, 1)
     assert result.smtp_error
     unknown = EmailSend.objects.get(enrollment=second)
     assert unknown.status == "failed"
-    assert unknown.error.startswith("the connection failed during this message, which may or may not have been accepted")
+    assert unknown.error.startswith(
+        "the connection failed during this message, which may or may not have been accepted"
+    )
     assert not EmailSend.objects.filter(enrollment=third).exists()  # never handed over: released
 
     assert run_pass().counts() == {"sent": 1, "deferred": 0, "skipped": 0}  # the third; the second stays as it is

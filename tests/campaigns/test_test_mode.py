@@ -1,6 +1,7 @@
 """Test mode in campaigns: a test token's leads are test contacts, enrolled with the usual outcomes; the sender
 records their steps as `test` sends and mails nobody; they count in no number, reach no live webhook, are read
 back by test tokens only, and "Delete test data" removes them, leaving live data alone."""
+
 from datetime import timedelta
 
 import pytest
@@ -51,7 +52,9 @@ def test_a_test_lead_is_enrolled_its_steps_recorded_as_test_sends_and_nobody_mai
     assert mailoutbox == []
     sends = EmailSend.objects.order_by("position")
     assert [(s.position, s.status, s.to_email, s.sent_at) for s in sends] == [
-        (1, "test", "ada@example.com", NOW), (2, "test", "ada@example.com", NOW + timedelta(minutes=60))]
+        (1, "test", "ada@example.com", NOW),
+        (2, "test", "ada@example.com", NOW + timedelta(minutes=60)),
+    ]
     # The integrator sees the sequence progress, as a live recipient's would.
     page = api.get("/api/v1/campaigns/spring/enrollments", token=test_token).json()["data"]
     assert [(r["id"], r["state"], r["last_sent_position"]) for r in page] == [(enrollment["id"], "completed", 2)]
@@ -83,10 +86,12 @@ def test_a_test_lead_never_touches_the_live_contact_of_its_address(api, acme, ac
     ada = Customer.objects.get(pk=live["contact"]["id"])
     assert (ada.name, ada.external_id, ada.is_test) == ("Ada", "u1", False)
     assert Enrollment.objects.get(customer=ada).state == "active"
-    assert [r["contact"]["id"] for r in api.get("/api/v1/campaigns/spring/enrollments", token=acme_token).json()[
-        "data"]] == [ada.pk]
+    assert [
+        r["contact"]["id"] for r in api.get("/api/v1/campaigns/spring/enrollments", token=acme_token).json()["data"]
+    ] == [ada.pk]
     assert [c["id"] for c in api.get("/api/v1/customers", token=test_token).json()["data"]] == [
-        tried.json()["contact"]["id"]]
+        tried.json()["contact"]["id"]
+    ]
     assert numbers(campaign)["n_leads"] == 1 and numbers(campaign)["n_active"] == 1
 
 
@@ -142,8 +147,14 @@ def test_deleting_test_data_removes_test_contacts_enrollments_and_sends_and_noth
     before = numbers(campaign)
 
     assert workspace_test_data_delete(workspace=acme) == {
-        "refunds": 0, "conversions": 0, "sends": 1, "enrollments": 2, "suppressions": 1, "customers": 2,
-        "webhook events": 0}
+        "refunds": 0,
+        "conversions": 0,
+        "sends": 1,
+        "enrollments": 2,
+        "suppressions": 1,
+        "customers": 2,
+        "webhook events": 0,
+    }
     assert list(Customer.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live["contact"]["id"]]
     assert list(Enrollment.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live["enrollment"]["id"]]
     assert list(EmailSend.objects.filter(workspace=acme).values_list("status", flat=True)) == ["sent"]
@@ -158,7 +169,9 @@ def test_concurrent_live_and_test_leads_of_one_address_make_one_contact_in_each_
     from campaigns.services import campaign_lead_add
 
     campaign = sequence(acme, 0)
-    results = run_in_threads(16, lambda i: campaign_lead_add(campaign=campaign, email="ada@example.com", test=i % 2 == 1))
+    results = run_in_threads(
+        16, lambda i: campaign_lead_add(campaign=campaign, email="ada@example.com", test=i % 2 == 1)
+    )
     assert not [r for r in results if isinstance(r, Exception)], results
     assert sorted(Customer.objects.values_list("is_test", flat=True)) == [False, True]
     assert sorted(Enrollment.objects.values_list("is_test", flat=True)) == [False, True]

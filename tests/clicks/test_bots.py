@@ -1,4 +1,5 @@
 """Crawlers, preview fetchers and prefetches are redirected as anyone, stored flagged, and not counted."""
+
 import pytest
 
 from clicks.models import Click, Link

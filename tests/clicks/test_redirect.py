@@ -1,4 +1,5 @@
 """GET /l/<key>: records a click and redirects with lf_cid, keeping the destination intact."""
+
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -17,7 +18,9 @@ def test_redirect_records_a_click_and_appends_lf_cid(client):
     resp = client.get(f"/l/{link.key}", HTTP_USER_AGENT="TestBrowser/1.0", HTTP_REFERER="https://social.example/post/1")
     assert resp.status_code == 302
     click = Click.objects.get()
-    assert resp["Location"] == f"https://shop.example.com/landing?utm_source=news&a=b%20c&lf_cid={click.click_id}#pricing"
+    assert (
+        resp["Location"] == f"https://shop.example.com/landing?utm_source=news&a=b%20c&lf_cid={click.click_id}#pricing"
+    )
     assert resp["Cache-Control"] == "no-store"
     assert (click.link, click.workspace) == (link, link.workspace)
     assert click.user_agent == "TestBrowser/1.0"
@@ -52,22 +55,47 @@ def test_an_unknown_key_is_404_and_records_nothing(client):
     assert not Click.objects.exists()
 
 
-@pytest.mark.parametrize("user_agent, referrer, expected", [
-    ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
-     "https://t.co/xyz", ("mobile", "Mobile Safari", "iOS", "t.co")),
-    ("Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
-     "", ("tablet", "Mobile Safari", "iOS", "")),
-    ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36",
-     "https://www.Facebook.com/some/page?x=1", ("mobile", "Chrome Mobile", "Android", "facebook.com")),
-    ("Mozilla/5.0 (Linux; Android 13; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
-     "not a url", ("tablet", "Chrome", "Android", "")),
-    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
-     "https://news.ycombinator.com/item?id=1", ("desktop", "Chrome", "Windows", "news.ycombinator.com")),
-    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
-     "http://[::1", ("desktop", "Safari", "Mac OS X", "")),
-    ("facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", "", ("bot", "FacebookBot", "", "")),
-    ("", "", ("bot", "", "", "")),
-])
+@pytest.mark.parametrize(
+    ("user_agent", "referrer", "expected"),
+    [
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+            "https://t.co/xyz",
+            ("mobile", "Mobile Safari", "iOS", "t.co"),
+        ),
+        (
+            "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+            "",
+            ("tablet", "Mobile Safari", "iOS", ""),
+        ),
+        (
+            "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36",
+            "https://www.Facebook.com/some/page?x=1",
+            ("mobile", "Chrome Mobile", "Android", "facebook.com"),
+        ),
+        (
+            "Mozilla/5.0 (Linux; Android 13; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+            "not a url",
+            ("tablet", "Chrome", "Android", ""),
+        ),
+        (
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+            "https://news.ycombinator.com/item?id=1",
+            ("desktop", "Chrome", "Windows", "news.ycombinator.com"),
+        ),
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
+            "http://[::1",
+            ("desktop", "Safari", "Mac OS X", ""),
+        ),
+        (
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            "",
+            ("bot", "FacebookBot", "", ""),
+        ),
+        ("", "", ("bot", "", "", "")),
+    ],
+)
 def test_clicks_carry_device_browser_os_and_referrer_domain(client, user_agent, referrer, expected):
     link = LinkFactory()
     headers = {"HTTP_USER_AGENT": user_agent, **({"HTTP_REFERER": referrer} if referrer else {})}
@@ -88,7 +116,10 @@ def test_post_is_not_allowed(client):
     assert client.post(f"/l/{link.key}").status_code == 405
 
 
-@pytest.mark.parametrize("method, key, status", [("get", "known", 302), ("head", "known", 302), ("get", "unknown", 404), ("post", "known", 405)])
+@pytest.mark.parametrize(
+    ("method", "key", "status"),
+    [("get", "known", 302), ("head", "known", 302), ("get", "unknown", 404), ("post", "known", 405)],
+)
 def test_the_redirect_answers_before_url_resolving_with_every_page_header(client, method, key, status):
     """clicks.middleware answers the redirect before the pages' middleware; its answers keep their headers."""
     link = LinkFactory()
@@ -116,7 +147,7 @@ def test_oversized_and_nul_headers_are_trimmed(client):
 
 
 @pytest.mark.parametrize(
-    "destination, expected",
+    ("destination", "expected"),
     [
         ("https://e.com/", "https://e.com/?lf_cid=CID"),
         ("https://e.com/p?x=1", "https://e.com/p?x=1&lf_cid=CID"),
@@ -170,7 +201,9 @@ def test_an_international_destination_is_sent_as_a_uri(client):
     location = client.get(f"/l/{link.key}")["Location"]
     click = Click.objects.get()
     assert location == f"https://shop.example.com/gr%C3%B6%C3%9Fe?q=%C3%BC&lf_cid={click.click_id}#teil"
-    assert client.head(f"/l/{link.key}")["Location"] == "https://shop.example.com/gr%C3%B6%C3%9Fe?q=%C3%BC&lf_cid=old#teil"
+    assert (
+        client.head(f"/l/{link.key}")["Location"] == "https://shop.example.com/gr%C3%B6%C3%9Fe?q=%C3%BC&lf_cid=old#teil"
+    )
 
 
 def test_a_destination_with_a_scheme_no_browser_should_follow_is_refused(client):
@@ -188,15 +221,20 @@ def test_a_batch_records_each_visit_within_the_limit_and_answers_each_its_own(se
     def visit(key, client, click_id):
         return _Visit(key, click_id, "UA", "", False, "other", "", "", "", client)
 
-    answers = _visits_record([
-        visit(spring.key, "198.51.100.1", "c1"),
-        visit("nosuchkey", "198.51.100.2", "c2"),
-        visit(autumn.key, "198.51.100.1", "c3"),
-        visit(spring.key, "198.51.100.1", "c4"),  # the address's third click this minute: past the limit
-        visit(spring.key, "198.51.100.3", "c5"),
-    ])
+    answers = _visits_record(
+        [
+            visit(spring.key, "198.51.100.1", "c1"),
+            visit("nosuchkey", "198.51.100.2", "c2"),
+            visit(autumn.key, "198.51.100.1", "c3"),
+            visit(spring.key, "198.51.100.1", "c4"),  # the address's third click this minute: past the limit
+            visit(spring.key, "198.51.100.3", "c5"),
+        ]
+    )
     assert answers == [
-        ("https://e.com/spring", "c1"), None, ("https://e.com/autumn", "c3"), ("https://e.com/spring", None),
+        ("https://e.com/spring", "c1"),
+        None,
+        ("https://e.com/autumn", "c3"),
+        ("https://e.com/spring", None),
         ("https://e.com/spring", "c5"),
     ]
     stored = dict(Click.objects.values_list("click_id", "link_id"))

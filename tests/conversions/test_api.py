@@ -1,5 +1,6 @@
 """POST /api/v1/conversions: the fields, statuses and error messages of docs/api.md, exact bodies, nothing stored on errors."""
-from datetime import datetime, timezone
+
+from datetime import UTC, datetime
 
 import pytest
 import time_machine
@@ -41,7 +42,7 @@ NOTHING = {"events": 0, "customers": 0, "activities": 0, "idempotency_keys": 0}
 
 
 def test_sale_answers_exactly_the_stored_event(api, acme_token, click):
-    moment = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+    moment = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
     with time_machine.travel(moment, tick=False):
         resp = api.post(
             URL,
@@ -68,7 +69,12 @@ def test_sale_answers_exactly_the_stored_event(api, acme_token, click):
         "occurred_at": "2026-03-01T12:00:00.123456Z",
     }
     assert (event.click, event.link, event.workspace, event.customer) == (click, click.link, click.workspace, customer)
-    assert (event.value_cents, event.event_name, event.channel, event.occurred_at) == (49000, "Annual plan", "api", moment)
+    assert (event.value_cents, event.event_name, event.channel, event.occurred_at) == (
+        49000,
+        "Annual plan",
+        "api",
+        moment,
+    )
     assert event.meta == {"order": {"id": "ord_1", "items": [1, 2.5, None, True]}, "note": "crème brûlée"}
     assert (customer.email, customer.name, customer.source) == ("Ada@Example.com", "Ada", "api")
 
@@ -83,7 +89,14 @@ def test_customer_is_null_when_none_is_sent(api, acme_token, click):
 
 
 def test_explicit_nulls_count_as_absent(api, acme_token, click):
-    body = {"event": "sale", "click_id": click.click_id, "value_cents": None, "event_name": None, "customer": None, "meta": None}
+    body = {
+        "event": "sale",
+        "click_id": click.click_id,
+        "value_cents": None,
+        "event_name": None,
+        "customer": None,
+        "meta": None,
+    }
     resp = api.post(URL, body, token=acme_token)
     assert resp.status_code == 201
     assert resp.json()["customer"] is None
@@ -92,13 +105,17 @@ def test_explicit_nulls_count_as_absent(api, acme_token, click):
 
 
 def test_external_id_is_null_when_the_customer_has_none(api, acme_token, click):
-    resp = api.post(URL, {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com"}}, token=acme_token)
+    resp = api.post(
+        URL, {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com"}}, token=acme_token
+    )
     assert resp.status_code == 201
     assert resp.json()["customer"] == {"id": Customer.objects.get().pk, "external_id": None}
 
 
 def test_customer_with_only_an_external_id_is_accepted(api, acme_token, click):
-    resp = api.post(URL, {"event": "lead", "click_id": click.click_id, "customer": {"external_id": "user_42"}}, token=acme_token)
+    resp = api.post(
+        URL, {"event": "lead", "click_id": click.click_id, "customer": {"external_id": "user_42"}}, token=acme_token
+    )
     assert resp.status_code == 201
     customer = Customer.objects.get()
     assert resp.json()["customer"] == {"id": customer.pk, "external_id": "user_42"}
@@ -107,7 +124,11 @@ def test_customer_with_only_an_external_id_is_accepted(api, acme_token, click):
 
 def test_known_email_reuses_the_customer_and_keeps_its_name(api, acme_token, click):
     ada = CustomerFactory(workspace=acme_token.workspace, email="ada@example.com", name="Ada", external_id="")
-    body = {"event": "sale", "click_id": click.click_id, "customer": {"email": "ADA@example.com", "name": "Other", "external_id": "u1"}}
+    body = {
+        "event": "sale",
+        "click_id": click.click_id,
+        "customer": {"email": "ADA@example.com", "name": "Other", "external_id": "u1"},
+    }
     resp = api.post(URL, body, token=acme_token)
     assert resp.json()["customer"] == {"id": ada.pk, "external_id": "u1"}
     ada.refresh_from_db()
@@ -131,7 +152,10 @@ def test_sale_without_a_value_is_stored_without_revenue(api, acme_token, click):
 
 @pytest.mark.parametrize("value", [0, 1, MONEY_MAX])
 def test_sale_values_are_stored_as_sent(api, acme_token, click, value):
-    assert api.post(URL, {"event": "sale", "click_id": click.click_id, "value_cents": value}, token=acme_token).status_code == 201
+    assert (
+        api.post(URL, {"event": "sale", "click_id": click.click_id, "value_cents": value}, token=acme_token).status_code
+        == 201
+    )
     assert ConversionEvent.objects.get().value_cents == value
 
 
@@ -144,12 +168,14 @@ def test_value_cents_on_a_lead_is_ignored_whatever_it_holds(api, acme_token, cli
 
 def test_meta_of_exactly_16_kib_is_accepted(api, acme_token, click):
     meta = {"blob": "x" * (16 * 1024 - len('{"blob": ""}'))}
-    assert api.post(URL, {"event": "lead", "click_id": click.click_id, "meta": meta}, token=acme_token).status_code == 201
+    assert (
+        api.post(URL, {"event": "lead", "click_id": click.click_id, "meta": meta}, token=acme_token).status_code == 201
+    )
     assert ConversionEvent.objects.get().meta == meta
 
 
 @pytest.mark.parametrize(
-    "field, limit",
+    ("field", "limit"),
     [("email", 254), ("name", 200), ("external_id", 255), ("avatar_url", 2048)],
 )
 def test_customer_strings_at_their_length_limit_are_accepted(api, acme_token, click, field, limit):
@@ -220,8 +246,14 @@ REJECTED = [
     (conversion("{click}", customer={"external_id": "u", "name": ["Ada"]}), "name must be a string"),
     (conversion("{click}", customer={"external_id": "u", "name": "n" * 201}), "name is too long"),
     (conversion("{click}", customer={"external_id": "u", "avatar_url": 5}), "avatar_url must be a string"),
-    (conversion("{click}", customer={"external_id": "u", "avatar_url": "not a url"}), "avatar_url must be an http or https URL"),
-    (conversion("{click}", customer={"external_id": "u", "avatar_url": "ftp://x.example/a.png"}), "avatar_url must be an http or https URL"),
+    (
+        conversion("{click}", customer={"external_id": "u", "avatar_url": "not a url"}),
+        "avatar_url must be an http or https URL",
+    ),
+    (
+        conversion("{click}", customer={"external_id": "u", "avatar_url": "ftp://x.example/a.png"}),
+        "avatar_url must be an http or https URL",
+    ),
     (
         conversion("{click}", customer={"external_id": "u", "avatar_url": "https://x.example/" + "a" * 2040}),
         "avatar_url is too long",
@@ -231,7 +263,7 @@ REJECTED = [
 ]
 
 
-@pytest.mark.parametrize("body, message", REJECTED)
+@pytest.mark.parametrize(("body", "message"), REJECTED)
 def test_rejected_conversion_gets_its_message_and_stores_nothing(api, acme_token, click, body, message):
     body = {k: (click.click_id if v == "{click}" else v) for k, v in body.items()}
     assert_api_error(api.post(URL, body, token=acme_token), 422, message)
@@ -239,14 +271,23 @@ def test_rejected_conversion_gets_its_message_and_stores_nothing(api, acme_token
 
 
 def test_another_workspaces_click_is_unknown(api, acme_token, globex_click):
-    body = {"event": "sale", "click_id": globex_click.click_id, "value_cents": 100, "customer": {"email": "a@example.com"}}
+    body = {
+        "event": "sale",
+        "click_id": globex_click.click_id,
+        "value_cents": 100,
+        "customer": {"email": "a@example.com"},
+    }
     assert_api_error(api.post(URL, body, token=acme_token), 422, "unknown click_id")
     assert stored() == NOTHING
 
 
 def test_a_rejected_request_leaves_existing_customers_untouched(api, acme_token):
     holder = CustomerFactory(workspace=acme_token.workspace, email="old@example.com", external_id="user_42", name="")
-    body = {"event": "lead", "click_id": "no-such-click", "customer": {"email": "new@example.com", "external_id": "user_42", "name": "N"}}
+    body = {
+        "event": "lead",
+        "click_id": "no-such-click",
+        "customer": {"email": "new@example.com", "external_id": "user_42", "name": "N"},
+    }
     assert_api_error(api.post(URL, body, token=acme_token), 422, "unknown click_id")
     holder.refresh_from_db()
     assert (holder.external_id, holder.name) == ("user_42", "")
@@ -267,7 +308,9 @@ def test_revoked_token_is_401(api, acme_token, click):
     from workspaces.services import api_token_revoke
 
     api_token_revoke(workspace=acme_token.workspace, token_id=acme_token.pk)
-    assert_api_error(api.post(URL, {"event": "lead", "click_id": click.click_id}, token=acme_token), 401, "unauthorized")
+    assert_api_error(
+        api.post(URL, {"event": "lead", "click_id": click.click_id}, token=acme_token), 401, "unauthorized"
+    )
     assert stored() == NOTHING
 
 
@@ -278,7 +321,11 @@ def test_globex_token_cannot_record_on_acme_clicks_nor_see_acme_customers(api, c
     )
     resp = api.post(
         URL,
-        {"event": "lead", "click_id": globex_click.click_id, "customer": {"email": "ada@example.com", "external_id": "user_42"}},
+        {
+            "event": "lead",
+            "click_id": globex_click.click_id,
+            "customer": {"email": "ada@example.com", "external_id": "user_42"},
+        },
         token=globex_token,
     )
     assert resp.status_code == 201
@@ -295,9 +342,14 @@ def test_globex_token_cannot_record_on_acme_clicks_nor_see_acme_customers(api, c
 def test_sixteen_simultaneous_conversions_for_one_new_email_make_one_customer(acme):
     token = ApiTokenFactory(workspace=acme)
     click = ClickFactory(link__post__workspace=acme, workspace=acme)
+
     def convert(i):
-        body = {"event": "sale", "click_id": click.click_id, "value_cents": 100 + i,
-                "customer": {"email": "ada@example.com" if i % 2 else "ADA@example.com", "external_id": "user_42"}}
+        body = {
+            "event": "sale",
+            "click_id": click.click_id,
+            "value_cents": 100 + i,
+            "customer": {"email": "ada@example.com" if i % 2 else "ADA@example.com", "external_id": "user_42"},
+        }
         return ApiClient().post(URL, body, token=token)
 
     answers = run_in_threads(16, convert)

@@ -1,4 +1,5 @@
 """POST /api/v1/browser/conversions: the public tracking key, leads only, CORS, rate limits, no identity takeover."""
+
 import json
 
 import pytest
@@ -57,11 +58,20 @@ def test_lead_is_recorded_against_the_click_and_answers_no_customer_data(api, ac
         "occurred_at": event.occurred_at.isoformat().replace("+00:00", "Z"),
     }
     assert (event.workspace, event.click, event.link, event.channel, event.event) == (
-        acme, click, click.link, "pixel", "lead"
+        acme,
+        click,
+        click.link,
+        "pixel",
+        "lead",
     )
     customer = event.customer
     # The public key may not name anyone: the name waits for a confirmed enrollment (tests/campaigns/test_double_opt_in.py).
-    assert (customer.email, customer.name, customer.external_id, customer.source) == ("ada@example.com", "", "", "pixel")
+    assert (customer.email, customer.name, customer.external_id, customer.source) == (
+        "ada@example.com",
+        "",
+        "",
+        "pixel",
+    )
     assert "ada@example.com" not in resp.content.decode()
 
 
@@ -119,7 +129,7 @@ def test_missing_event_is_invalid(api, acme, click):
 
 
 @pytest.mark.parametrize(
-    "body, message",
+    ("body", "message"),
     [
         ({"click_id": ""}, "click_id is required"),
         ({"click_id": None}, "click_id is required"),
@@ -158,8 +168,12 @@ def test_get_is_405(api):
 
 
 def test_preflight_from_an_allowed_origin_is_granted(api, acme):
-    resp = api.options(URL, HTTP_ORIGIN=SHOP, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
-                       HTTP_ACCESS_CONTROL_REQUEST_HEADERS="content-type, x-tracking-key")
+    resp = api.options(
+        URL,
+        HTTP_ORIGIN=SHOP,
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="content-type, x-tracking-key",
+    )
     assert resp.status_code == 204
     assert resp.content == b""
     assert resp["Access-Control-Allow-Origin"] == SHOP
@@ -177,8 +191,15 @@ def test_preflight_matches_origins_as_the_browser_writes_them(api, acme):
 
 @pytest.mark.parametrize(
     "origin",
-    ["https://evil.example", "http://shop.acme.example", "https://shop.acme.example.evil.example",
-     "https://shop.acme.example:8443", "null", "", "javascript:alert(1)"],
+    [
+        "https://evil.example",
+        "http://shop.acme.example",
+        "https://shop.acme.example.evil.example",
+        "https://shop.acme.example:8443",
+        "null",
+        "",
+        "javascript:alert(1)",
+    ],
 )
 def test_preflight_from_other_origins_gets_no_grant(api, acme, origin):
     resp = api.options(URL, HTTP_ORIGIN=origin, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")

@@ -1,4 +1,5 @@
 """The demo landing page of `make run`: DEBUG only, carries the pixel with the demo workspace's key."""
+
 import json
 from io import StringIO
 
@@ -13,7 +14,7 @@ from workspaces.services import workspace_origins
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("method, path", [("get", "/demo/landing"), ("post", "/demo/thanks")])
+@pytest.mark.parametrize(("method", "path"), [("get", "/demo/landing"), ("post", "/demo/thanks")])
 def test_demo_pages_do_not_exist_without_debug(client, method, path):
     WorkspaceFactory(slug="demo")
     assert getattr(client, method)(path).status_code == 404
@@ -39,7 +40,9 @@ def test_landing_without_a_demo_workspace_says_how_to_make_one(client):
 def test_thanks_page_shows_the_pixel_leads_of_this_click_only(client):
     demo = WorkspaceFactory(slug="demo")
     click = ClickFactory(link__post__workspace=demo)
-    mine = ConversionEventFactory(click=click, channel="pixel", customer=CustomerFactory(workspace=demo, email="ada@example.com"))
+    mine = ConversionEventFactory(
+        click=click, channel="pixel", customer=CustomerFactory(workspace=demo, email="ada@example.com")
+    )
     ConversionEventFactory(click=click, channel="api")  # the server's lead: not the pixel's
     ConversionEventFactory(click=ClickFactory(link=click.link), channel="pixel")  # another visitor
     client.cookies["lf_cid"] = click.click_id

@@ -1,4 +1,5 @@
 """Idempotency-Key on POST /api/v1/conversions: replays, body mismatch, 24 hours, purge, races."""
+
 import json
 import threading
 from datetime import timedelta
@@ -28,8 +29,13 @@ def click(acme):
 
 
 def sale(click, **extra):
-    return {"event": "sale", "click_id": click.click_id, "value_cents": 49000,
-            "customer": {"email": "ada@example.com", "external_id": "user_42"}, **extra}
+    return {
+        "event": "sale",
+        "click_id": click.click_id,
+        "value_cents": 49000,
+        "customer": {"email": "ada@example.com", "external_id": "user_42"},
+        **extra,
+    }
 
 
 def post(api, body, token, key, **extra):
@@ -46,7 +52,12 @@ def test_retry_with_the_same_key_replays_the_first_answer_and_stores_nothing(api
     assert ConversionEvent.objects.count() == 1  # revenue counted once
     assert Customer.objects.count() == 1
     key = IdempotencyKey.objects.get()
-    assert (key.workspace, key.key, key.status_code, key.response_body) == (acme_token.workspace, "order-1001", 201, first.json())
+    assert (key.workspace, key.key, key.status_code, key.response_body) == (
+        acme_token.workspace,
+        "order-1001",
+        201,
+        first.json(),
+    )
 
 
 def test_replay_survives_later_changes(api, acme_token, click):
@@ -113,7 +124,11 @@ def test_a_test_token_never_replays_a_live_answer_nor_takes_its_key(api, acme, a
         assert again["Idempotent-Replayed"] == "true" and again.json() == first.json()
     assert ConversionEvent.objects.count() == 4
     assert sorted(IdempotencyKey.objects.values_list("key", "is_test")) == [
-        ("order-1", False), ("order-1", True), ("order-2", False), ("order-2", True)]
+        ("order-1", False),
+        ("order-1", True),
+        ("order-2", False),
+        ("order-2", True),
+    ]
 
 
 def test_a_rejected_request_does_not_use_up_its_key(api, acme_token, click):
@@ -157,8 +172,11 @@ def test_key_is_kept_24_hours_then_counts_as_new(api, acme_token, click):
         key = IdempotencyKey.objects.get()
         assert (key.response_body, key.created_at) == (late.json(), timezone.now())
         # ... and it replays from now on, even with a body the old one never saw.
-        assert_api_error(post(api, sale(click, value_cents=5), acme_token, "order-1001"), 422,
-                         "idempotency key reused with a different body")
+        assert_api_error(
+            post(api, sale(click, value_cents=5), acme_token, "order-1001"),
+            422,
+            "idempotency key reused with a different body",
+        )
 
 
 def test_purge_command_deletes_expired_keys_only(acme_token, click, api):

@@ -1,5 +1,6 @@
 """A sale's invoice_id: one sale per workspace and invoice, forever; a repeat answers with the first sale
 (200, Idempotent-Replayed) whatever its body, and stores nothing, also under concurrent repeats."""
+
 import pytest
 
 from conversions.models import ConversionEvent
@@ -12,8 +13,13 @@ URL = "/api/v1/conversions"
 
 
 def sale(click, invoice_id="in_1PQx9z", email="ada@example.com", value=49000):
-    return {"event": "sale", "click_id": click.click_id, "value_cents": value, "invoice_id": invoice_id,
-            "customer": {"email": email}}
+    return {
+        "event": "sale",
+        "click_id": click.click_id,
+        "value_cents": value,
+        "invoice_id": invoice_id,
+        "customer": {"email": email},
+    }
 
 
 def test_a_repeated_invoice_answers_the_first_sale_and_stores_nothing(api, acme, acme_token):
@@ -36,8 +42,12 @@ def test_sixteen_concurrent_repeats_store_one_sale(acme, acme_token):
 
     def post(i):
         client = Client()
-        response = client.post(URL, sale(click, email=f"buyer{i}@example.com"), content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}")
+        response = client.post(
+            URL,
+            sale(click, email=f"buyer{i}@example.com"),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
+        )
         return response.status_code, response.json()["id"]
 
     results = run_in_threads(16, post)

@@ -1,5 +1,6 @@
 """Money bounds (docs/api.md): every amount at most 2**53 - 1 minor units, in the API (422) and in the database
 (CHECK constraints, added NOT VALID where older rows are over the bound, validated where none is)."""
+
 import logging
 
 import pytest
@@ -31,7 +32,10 @@ def test_a_sale_at_the_bound_is_stored_and_one_more_is_422(api, acme, acme_token
     assert api.post(URL, {**sale, "value_cents": MONEY_MAX}, token=acme_token).status_code == 201
     assert ConversionEvent.objects.get().value_cents == MONEY_MAX
     # On a lead value_cents is ignored, whatever it holds.
-    assert api.post(URL, {"event": "lead", "click_id": click.click_id, "value_cents": 2**70}, token=acme_token).status_code == 201
+    assert (
+        api.post(URL, {"event": "lead", "click_id": click.click_id, "value_cents": 2**70}, token=acme_token).status_code
+        == 201
+    )
 
 
 @pytest.mark.django_db
@@ -59,8 +63,10 @@ def stored_before_the_bound(sale: ConversionEvent, value: int) -> None:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no foreign-key check pending: the ALTER waits for none
         cursor.execute(f"ALTER TABLE {ConversionEvent._meta.db_table} DROP CONSTRAINT {EVENT_CHECK}")
         cursor.execute(f"UPDATE {ConversionEvent._meta.db_table} SET value_cents = %s WHERE id = %s", [value, sale.pk])
-        cursor.execute(f"ALTER TABLE {ConversionEvent._meta.db_table} ADD CONSTRAINT {EVENT_CHECK}"
-                       f" CHECK (value_cents <= {MONEY_MAX}) NOT VALID")
+        cursor.execute(
+            f"ALTER TABLE {ConversionEvent._meta.db_table} ADD CONSTRAINT {EVENT_CHECK}"
+            f" CHECK (value_cents <= {MONEY_MAX}) NOT VALID"
+        )
 
 
 @pytest.mark.django_db
@@ -69,7 +75,10 @@ def test_a_sale_stored_before_the_bound_is_refunded_in_parts_within_it(api, acme
     stored_before_the_bound(sale, 2**63 - 1)
     refunds = f"{URL}/{sale.pk}/refunds"
     assert_api_error(api.post(refunds, {}, token=acme_token), 422, AMOUNT_TOO_LARGE)  # all that is left: too much
-    assert api.post(refunds, {"amount_cents": MONEY_MAX}, token=acme_token).json()["sale"]["net_cents"] == 2**63 - 1 - MONEY_MAX
+    assert (
+        api.post(refunds, {"amount_cents": MONEY_MAX}, token=acme_token).json()["sale"]["net_cents"]
+        == 2**63 - 1 - MONEY_MAX
+    )
 
 
 def constraint_validated(name: str) -> bool | None:
@@ -100,7 +109,10 @@ def test_the_migration_keeps_older_rows_over_the_bound_and_checks_new_ones(acme,
     assert constraint_validated("conversions_refund_amount_bounded") is True
     (record,) = caplog.records
     assert (record.getMessage(), record.table, record.rows) == (
-        "constraint left NOT VALID: stored amounts over the bound", "conversions_conversionevent", 1)
+        "constraint left NOT VALID: stored amounts over the bound",
+        "conversions_conversionevent",
+        1,
+    )
     assert ConversionEvent.objects.get(pk=sale.pk).value_cents == 2**63 - 1
     with pytest.raises(IntegrityError, match=EVENT_CHECK):
         ConversionEventFactory(click=sale.click, event="sale", value_cents=MONEY_MAX + 1)
@@ -111,4 +123,6 @@ def test_the_migration_validates_the_checks_of_a_clean_database(acme):
     ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=MONEY_MAX)
     migrate(("conversions", "0007_unique_ids_per_mode"))
     migrate()
-    assert constraint_validated(EVENT_CHECK) is True and constraint_validated("conversions_refund_amount_bounded") is True
+    assert (
+        constraint_validated(EVENT_CHECK) is True and constraint_validated("conversions_refund_amount_bounded") is True
+    )

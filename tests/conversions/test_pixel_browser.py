@@ -1,4 +1,5 @@
 """lf.js in headless Chromium against the live server: landing, the cookie, signup leads, ignored forms, CORS."""
+
 import time
 
 import pytest
@@ -67,7 +68,7 @@ def pixel_requests(browser) -> str:
 
 def test_landing_stores_the_click_id_for_90_days_and_cleans_the_address(browser, live_server, demo):
     before = time.time()
-    link, click = land(browser, live_server, demo)
+    _link, click = land(browser, live_server, demo)
     assert browser.current_url == f"{live_server.url}/demo/landing?utm_source=launch&ref=a%20b#signup"
     cookie = browser.get_cookie("lf_cid")
     assert cookie["value"] == click.click_id
@@ -92,7 +93,12 @@ def test_signup_form_records_one_lead_and_still_submits(browser, live_server, de
     customer = Customer.objects.get()
     assert event.customer == customer
     # The name the pixel sent is not stored on its own: it waits for a confirmed enrollment.
-    assert (customer.workspace, customer.email, customer.name, customer.source) == (demo, "ada@example.com", "", "pixel")
+    assert (customer.workspace, customer.email, customer.name, customer.source) == (
+        demo,
+        "ada@example.com",
+        "",
+        "pixel",
+    )
     # The thank-you page looks again until the lead is there, then lists it.
     wait(browser, lambda: browser.find_elements(By.ID, "leads"))
     assert f"#{event.pk}" in browser.find_element(By.ID, "leads").text
@@ -125,7 +131,7 @@ def test_no_click_id_no_lead(browser, live_server, demo):
 
 
 def test_lf_lead_for_single_page_apps(browser, live_server, demo):
-    link, click = land(browser, live_server, demo)
+    _link, click = land(browser, live_server, demo)
     browser.execute_script(SPY)
     assert browser.execute_script("return window.lf.lead({email: 'spa@example.com', name: 'Spa User'})") is True
     wait(browser, lambda: "status=" in pixel_requests(browser))
@@ -140,7 +146,7 @@ def test_cross_origin_page_allowed_by_the_workspace(browser, live_server, demo):
     demo.allowed_origins = page
     demo.save()
     with override_settings(ALLOWED_HOSTS=["localhost", "127.0.0.1"]):
-        link, click = land(browser, live_server, demo, page_host="127.0.0.1")
+        _link, click = land(browser, live_server, demo, page_host="127.0.0.1")
         assert browser.current_url.startswith(page + "/demo/landing?")
         browser.execute_script(SPY)
         browser.execute_script("window.lf.lead({email: 'far@example.com'})")
@@ -164,7 +170,7 @@ def test_cross_origin_page_not_allowed_records_nothing(browser, live_server, dem
 
 
 def test_browsers_without_keepalive_fetch_send_a_beacon(browser, live_server, demo):
-    link, click = land(browser, live_server, demo)
+    _link, click = land(browser, live_server, demo)
     browser.execute_script(SPY + "delete Request.prototype.keepalive;")
     submit(browser, "signup-form", email="beacon@example.com", name="Bea Con")
     assert pixel_requests(browser) == "beacon;"

@@ -1,4 +1,5 @@
 """GET /lf.js: the pixel's script, small, long-cacheable, revalidated by ETag, gzipped on request."""
+
 import gzip
 
 import pytest

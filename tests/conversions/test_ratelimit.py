@@ -1,4 +1,5 @@
 """Rate limits on POST /api/v1/conversions: per token and per client IP, 429 with Retry-After, nothing stored."""
+
 import logging
 
 import pytest
@@ -18,6 +19,7 @@ def frozen_clock():
     """Counters live in fixed windows: a test straddling a window's end would see its count reset."""
     with time_machine.travel("2026-03-01 12:00:00+00:00", tick=False):
         yield
+
 
 URL = "/api/v1/conversions"
 
@@ -109,7 +111,11 @@ def test_ip_limit_behind_a_proxy_cannot_be_dodged_with_a_forged_header(api, acme
     # The proxy (REMOTE_ADDR 10.0.0.2) appends the address it saw; anything left of it is the client's word.
     for n, forged in enumerate(["1.1.1.1", "2.2.2.2"]):
         resp = api.post(
-            URL, sale(click, n), token=acme_token, REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=f"{forged}, 198.51.100.4"
+            URL,
+            sale(click, n),
+            token=acme_token,
+            REMOTE_ADDR="10.0.0.2",
+            HTTP_X_FORWARDED_FOR=f"{forged}, 198.51.100.4",
         )
         assert resp.status_code == 201
     resp = api.post(

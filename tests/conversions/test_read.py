@@ -1,5 +1,6 @@
 """GET /api/v1/conversions: the workspace's leads and sales newest first, filtered, a keyset page at a time."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -9,7 +10,7 @@ from workspaces.services import api_token_create
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/conversions"
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -19,8 +20,15 @@ def events(acme, globex):
     ada = CustomerFactory(workspace=acme, email="ada@example.com", external_id="user_42")
     rows = [
         ConversionEventFactory(click=click, customer=ada, event="lead", occurred_at=T0),
-        ConversionEventFactory(click=click, customer=ada, event="sale", value_cents=49000, event_name="Annual plan",
-                               meta={"order": "A-1"}, occurred_at=T0 + timedelta(hours=1)),
+        ConversionEventFactory(
+            click=click,
+            customer=ada,
+            event="sale",
+            value_cents=49000,
+            event_name="Annual plan",
+            meta={"order": "A-1"},
+            occurred_at=T0 + timedelta(hours=1),
+        ),
         ConversionEventFactory(click=other_click, event="lead", occurred_at=T0 + timedelta(hours=2)),
     ]
     ConversionEventFactory(click=ClickFactory(link__post__workspace=globex), event="sale", occurred_at=T0)
@@ -32,10 +40,20 @@ def test_newest_first_with_what_was_sent(api, acme_token, events):
     body = api.get(URL, token=acme_token).json()
     assert [item["id"] for item in body["data"]] == [latest.pk, sale.pk, lead.pk] and body["next"] is None
     assert body["data"][1] == {
-        "id": sale.pk, "event": "sale", "click_id": click.click_id, "link_id": click.link_id,
-        "customer": {"id": ada.pk, "external_id": "user_42"}, "occurred_at": "2026-03-01T13:00:00.000000Z",
-        "value_cents": 49000, "event_name": "Annual plan", "meta": {"order": "A-1"}, "channel": "api", "invoice_id": None,
-        "currency": "USD", "refunded_cents": 0, "net_cents": 49000,
+        "id": sale.pk,
+        "event": "sale",
+        "click_id": click.click_id,
+        "link_id": click.link_id,
+        "customer": {"id": ada.pk, "external_id": "user_42"},
+        "occurred_at": "2026-03-01T13:00:00.000000Z",
+        "value_cents": 49000,
+        "event_name": "Annual plan",
+        "meta": {"order": "A-1"},
+        "channel": "api",
+        "invoice_id": None,
+        "currency": "USD",
+        "refunded_cents": 0,
+        "net_cents": 49000,
     }
 
 
@@ -80,17 +98,20 @@ def test_cursor_is_stable_under_concurrent_inserts(api, acme_token, acme):
     assert len(seen) == len(set(seen)) >= 30  # every event of the first page's time seen once, none twice
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"event": "refund"}, "invalid event"),
-    ({"link_id": "x"}, "link_id must be an integer"),
-    ({"customer_id": "-1"}, "customer_id must be an integer"),
-    ({"since": "yesterday"}, "since must be an ISO 8601 time with an offset"),
-    ({"until": "2026-03-01T12:00:00"}, "until must be an ISO 8601 time with an offset"),
-    ({"limit": "0"}, "limit must be 1 to 100"),
-    ({"limit": "101"}, "limit must be 1 to 100"),
-    ({"cursor": "bm90IGEgY3Vyc29y"}, "invalid cursor"),
-    ({"cursor": "%%%"}, "invalid cursor"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"event": "refund"}, "invalid event"),
+        ({"link_id": "x"}, "link_id must be an integer"),
+        ({"customer_id": "-1"}, "customer_id must be an integer"),
+        ({"since": "yesterday"}, "since must be an ISO 8601 time with an offset"),
+        ({"until": "2026-03-01T12:00:00"}, "until must be an ISO 8601 time with an offset"),
+        ({"limit": "0"}, "limit must be 1 to 100"),
+        ({"limit": "101"}, "limit must be 1 to 100"),
+        ({"cursor": "bm90IGEgY3Vyc29y"}, "invalid cursor"),
+        ({"cursor": "%%%"}, "invalid cursor"),
+    ],
+)
 def test_bad_parameters_are_422(api, acme_token, params, message):
     assert_api_error(api.get(URL, params, token=acme_token), 422, message)
 
@@ -115,10 +136,13 @@ def test_reads_are_rate_limited_per_token(api, acme_token, settings):
     assert [api.get(URL, token=acme_token).status_code for _ in range(3)] == [200, 200, 429]
 
 
-@pytest.mark.parametrize("value, status", [
-    ("0918-11-10T05:49:26.675290-17:24", 200),  # an offset PostgreSQL refuses: read in UTC
-    ("0001-01-01T00:00:00+05:00", 422),  # before year 1 in UTC
-    ("9999-12-31T23:59:59-05:00", 422),  # after year 9999 in UTC
-])
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [
+        ("0918-11-10T05:49:26.675290-17:24", 200),  # an offset PostgreSQL refuses: read in UTC
+        ("0001-01-01T00:00:00+05:00", 422),  # before year 1 in UTC
+        ("9999-12-31T23:59:59-05:00", 422),  # after year 9999 in UTC
+    ],
+)
 def test_times_python_reads_but_postgresql_would_not(api, acme_token, value, status):
     assert api.get(URL, {"until": value}, token=acme_token).status_code == status

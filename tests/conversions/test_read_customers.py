@@ -1,5 +1,6 @@
 """GET /api/v1/customers and /customers/{id}: contacts read back with their totals and suppression, found
 by email, by the integrator's own id (`ext_`), or by a part of them; never another workspace's."""
+
 from datetime import timedelta
 
 import pytest
@@ -14,8 +15,13 @@ URL = "/api/v1/customers"
 
 @pytest.fixture
 def people(acme, globex):
-    ada = CustomerFactory(workspace=acme, email="Ada@Example.com", name="Ada Lovelace", external_id="user.42",
-                          avatar_url="https://img.example/ada.png")
+    ada = CustomerFactory(
+        workspace=acme,
+        email="Ada@Example.com",
+        name="Ada Lovelace",
+        external_id="user.42",
+        avatar_url="https://img.example/ada.png",
+    )
     bob = CustomerFactory(workspace=acme, email="bob@example.com", name="Bob")
     click = ClickFactory(link__post__workspace=acme)
     ConversionEventFactory(click=click, customer=ada, event="lead")
@@ -31,10 +37,18 @@ def test_a_customer_by_id_or_by_the_integrators_id(api, acme_token, people):
     by_id = api.get(f"{URL}/{ada.pk}", token=acme_token)
     assert by_id.status_code == 200
     assert by_id.json() == {
-        "id": ada.pk, "email": "Ada@Example.com", "name": "Ada Lovelace", "avatar_url": "https://img.example/ada.png",
-        "external_id": "user.42", "source": "api", "created_at": by_id.json()["created_at"],
-        "totals": {"leads": 1, "sales": 2, "revenue": [
-            {"currency": "USD", "sales": 2, "gross_cents": 49000, "refunded_cents": 0, "net_cents": 49000}]},
+        "id": ada.pk,
+        "email": "Ada@Example.com",
+        "name": "Ada Lovelace",
+        "avatar_url": "https://img.example/ada.png",
+        "external_id": "user.42",
+        "source": "api",
+        "created_at": by_id.json()["created_at"],
+        "totals": {
+            "leads": 1,
+            "sales": 2,
+            "revenue": [{"currency": "USD", "sales": 2, "gross_cents": 49000, "refunded_cents": 0, "net_cents": 49000}],
+        },
         "suppressed": None,
     }
     assert api.get(f"{URL}/ext_user.42", token=acme_token).json()["id"] == ada.pk
@@ -49,7 +63,7 @@ def test_unknown_references_are_404(api, acme_token, people, reference):
 
 
 def test_another_workspaces_customer_is_404_and_never_listed(api, acme_token, globex_token, people):
-    ada, bob, stranger = people
+    ada, _bob, stranger = people
     assert_api_error(api.get(f"{URL}/{stranger.pk}", token=acme_token), 404, "unknown customer")
     assert_api_error(api.get(f"{URL}/{ada.pk}", token=globex_token), 404, "unknown customer")
     assert api.get(f"{URL}/ext_user.42", token=globex_token).json()["id"] == stranger.pk
@@ -84,11 +98,14 @@ def test_pages(api, acme_token, acme):
     assert seen == [c.pk for c in reversed(made)]
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"search": "x" * 201}, "search is too long"),
-    ({"limit": "1000"}, "limit must be 1 to 100"),
-    ({"cursor": "AAAA"}, "invalid cursor"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"search": "x" * 201}, "search is too long"),
+        ({"limit": "1000"}, "limit must be 1 to 100"),
+        ({"cursor": "AAAA"}, "invalid cursor"),
+    ],
+)
 def test_bad_parameters_are_422(api, acme_token, params, message):
     assert_api_error(api.get(URL, params, token=acme_token), 422, message)
 
@@ -103,7 +120,7 @@ def test_reads_need_the_read_scope(api, acme, people):
 
 def test_a_page_costs_the_same_queries_whatever_its_size(api, acme_token, acme, django_assert_max_num_queries):
     click = ClickFactory(link__post__workspace=acme)
-    for i in range(30):
+    for _ in range(30):
         ConversionEventFactory(click=click, customer=CustomerFactory(workspace=acme), event="lead")
     with django_assert_max_num_queries(5):  # token, page, totals, suppressions, last-used
         assert len(api.get(URL, {"limit": 30}, token=acme_token).json()["data"]) == 30
@@ -134,8 +151,14 @@ def test_a_customers_timeline_newest_first_across_its_sources(api, acme_token, a
     types = [item["type"] for item in items]
     assert types[:4] == ["refund", "suppressed", "external_id_moved_out", "enrolled"]
     assert types.count("sale") == 2 and types.count("lead") == 1
-    assert items[0]["detail"] == {"id": items[0]["detail"]["id"], "conversion_id": sale.pk, "amount_cents": 100,
-                                  "currency": "USD", "reason": "late", "refund_id": "re_7"}
+    assert items[0]["detail"] == {
+        "id": items[0]["detail"]["id"],
+        "conversion_id": sale.pk,
+        "amount_cents": 100,
+        "currency": "USD",
+        "reason": "late",
+        "refund_id": "re_7",
+    }
     moved = items[2]["detail"]
     assert moved["other_customer_id"] == other.pk and moved["external_id"] == "user.42"
     assert items[3]["detail"]["campaign"] == "spring" and items[1]["detail"]["reason"] == "unsubscribed"
@@ -144,8 +167,9 @@ def test_a_customers_timeline_newest_first_across_its_sources(api, acme_token, a
 
     paged, cursor = [], None
     while True:
-        page = api.get(f"{URL}/{ada.pk}/activity", {"limit": 2, **({"cursor": cursor} if cursor else {})},
-                       token=acme_token).json()
+        page = api.get(
+            f"{URL}/{ada.pk}/activity", {"limit": 2, **({"cursor": cursor} if cursor else {})}, token=acme_token
+        ).json()
         paged += page["data"]
         cursor = page["next"]
         if cursor is None:

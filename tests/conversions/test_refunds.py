@@ -1,5 +1,6 @@
 """POST /api/v1/conversions/{id}/refunds: what is left of a sale by default, never more than the sale (also
 under 16 concurrent refunds), a provider's refund_id once, Idempotency-Key, and the numbers net of refunds."""
+
 import pytest
 from django.test import Client
 
@@ -20,18 +21,31 @@ def eur_sale(acme):
 
 @pytest.mark.django_db
 def test_a_partial_refund_then_the_rest(api, acme_token, eur_sale):
-    first = api.post(URL.format(eur_sale.pk), {"amount_cents": 2500, "reason": "damaged", "refund_id": "re_1"},
-                     token=acme_token)
+    first = api.post(
+        URL.format(eur_sale.pk), {"amount_cents": 2500, "reason": "damaged", "refund_id": "re_1"}, token=acme_token
+    )
     assert first.status_code == 201
     body = first.json()
     assert body["conversion_id"] == eur_sale.pk and body["created_at"].endswith("Z")
     assert {k: body[k] for k in ("amount_cents", "currency", "reason", "refund_id")} == {
-        "amount_cents": 2500, "currency": "EUR", "reason": "damaged", "refund_id": "re_1"}
-    assert body["sale"] == {"id": eur_sale.pk, "currency": "EUR", "value_cents": 10000, "refunded_cents": 2500, "net_cents": 7500}
+        "amount_cents": 2500,
+        "currency": "EUR",
+        "reason": "damaged",
+        "refund_id": "re_1",
+    }
+    assert body["sale"] == {
+        "id": eur_sale.pk,
+        "currency": "EUR",
+        "value_cents": 10000,
+        "refunded_cents": 2500,
+        "net_cents": 7500,
+    }
     rest = api.post(URL.format(eur_sale.pk), {}, token=acme_token).json()  # the default: what is left
     assert (rest["amount_cents"], rest["reason"], rest["refund_id"]) == (7500, None, None)
     assert rest["sale"]["net_cents"] == 0
-    assert_api_error(api.post(URL.format(eur_sale.pk), {"amount_cents": 1}, token=acme_token), 422, "refund exceeds the sale")
+    assert_api_error(
+        api.post(URL.format(eur_sale.pk), {"amount_cents": 1}, token=acme_token), 422, "refund exceeds the sale"
+    )
     assert_api_error(api.post(URL.format(eur_sale.pk), {}, token=acme_token), 422, "refund exceeds the sale")
     assert Refund.objects.count() == 2
     (listed,) = api.get("/api/v1/conversions", token=acme_token).json()["data"]
@@ -46,21 +60,25 @@ def test_the_numbers_follow_net_of_refunds(api, acme, acme_token, eur_sale):
         (eur,) = money_of(group="link", link_ids=[eur_sale.link_id])[eur_sale.link_id]
         assert (eur["gross_cents"], eur["refunded_cents"], eur["net_cents"]) == (10000, 1000, 9000)
         total = api.get("/api/v1/analytics", token=acme_token).json()["total"]
-        assert total["revenue"] == [{"currency": "EUR", "sales": 1, "gross_cents": 10000, "refunded_cents": 1000,
-                                     "net_cents": 9000}]
+        assert total["revenue"] == [
+            {"currency": "EUR", "sales": 1, "gross_cents": 10000, "refunded_cents": 1000, "net_cents": 9000}
+        ]
         numbers_roll_up()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("body, message", [
-    ({"amount_cents": 0}, "amount_cents must be a positive integer"),
-    ({"amount_cents": -5}, "amount_cents must be a positive integer"),
-    ({"amount_cents": 1.5}, "amount_cents must be a positive integer"),
-    ({"amount_cents": "100"}, "amount_cents must be a positive integer"),
-    ({"amount_cents": 10001}, "refund exceeds the sale"),
-    ({"reason": "x" * 501}, "reason is too long"),
-    ({"refund_id": 7}, "refund_id must be a string"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"amount_cents": 0}, "amount_cents must be a positive integer"),
+        ({"amount_cents": -5}, "amount_cents must be a positive integer"),
+        ({"amount_cents": 1.5}, "amount_cents must be a positive integer"),
+        ({"amount_cents": "100"}, "amount_cents must be a positive integer"),
+        ({"amount_cents": 10001}, "refund exceeds the sale"),
+        ({"reason": "x" * 501}, "reason is too long"),
+        ({"refund_id": 7}, "refund_id must be a string"),
+    ],
+)
 def test_bad_refunds_are_422_and_store_nothing(api, acme_token, eur_sale, body, message):
     assert_api_error(api.post(URL.format(eur_sale.pk), body, token=acme_token), 422, message)
     assert not Refund.objects.exists()
@@ -100,10 +118,14 @@ def test_a_repeated_refund_id_answers_the_first_refund_and_stores_nothing(api, a
 def test_a_refund_id_reused_for_another_sale_or_amount_is_422_and_stores_nothing(api, acme, acme_token, eur_sale):
     other = ConversionEventFactory(click__link__post__workspace=acme, event="sale", value_cents=5000, currency="EUR")
     api.post(URL.format(eur_sale.pk), {"amount_cents": 100, "refund_id": "re_9"}, token=acme_token)
-    for pk, body in [(eur_sale.pk, {"amount_cents": 999, "refund_id": "re_9"}),
-                     (other.pk, {"amount_cents": 100, "refund_id": "re_9"}), (other.pk, {"refund_id": "re_9"})]:
-        assert_api_error(api.post(URL.format(pk), body, token=acme_token), 422,
-                         "refund_id reused for a different sale or amount")
+    for pk, body in [
+        (eur_sale.pk, {"amount_cents": 999, "refund_id": "re_9"}),
+        (other.pk, {"amount_cents": 100, "refund_id": "re_9"}),
+        (other.pk, {"refund_id": "re_9"}),
+    ]:
+        assert_api_error(
+            api.post(URL.format(pk), body, token=acme_token), 422, "refund_id reused for a different sale or amount"
+        )
     assert list(Refund.objects.values_list("conversion_id", "amount_cents")) == [(eur_sale.pk, 100)]
 
 
@@ -114,14 +136,21 @@ def test_idempotency_key_replays_and_refuses_another_body(api, acme_token, eur_s
     again = api.post(URL.format(eur_sale.pk), {"amount_cents": 100}, token=acme_token, **headers)
     assert (first.status_code, again.status_code, again["Idempotent-Replayed"]) == (201, 201, "true")
     assert again.json() == first.json() and Refund.objects.count() == 1
-    assert_api_error(api.post(URL.format(eur_sale.pk), {"amount_cents": 200}, token=acme_token, **headers),
-                     422, "idempotency key reused with a different body")
+    assert_api_error(
+        api.post(URL.format(eur_sale.pk), {"amount_cents": 200}, token=acme_token, **headers),
+        422,
+        "idempotency key reused with a different body",
+    )
 
 
 def refund_threads(sale, token, body_of) -> list:
     def post(i):
-        response = Client().post(URL.format(sale.pk), body_of(i), content_type="application/json",
-                                 HTTP_AUTHORIZATION=f"Bearer {token.secret}")
+        response = Client().post(
+            URL.format(sale.pk),
+            body_of(i),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token.secret}",
+        )
         return response.status_code, response.json()
 
     return run_in_threads(16, post)
@@ -145,7 +174,9 @@ def test_sixteen_concurrent_repeats_of_a_refund_id_store_one(acme, acme_token):
     stored = Refund.objects.get()
     assert sorted(status for status, _ in results) == [200] * 7 + [201] + [422] * 8
     assert {body["id"] for status, body in results if status < 300} == {stored.pk}
-    assert {body["error"] for status, body in results if status == 422} == {"refund_id reused for a different sale or amount"}
+    assert {body["error"] for status, body in results if status == 422} == {
+        "refund_id reused for a different sale or amount"
+    }
 
 
 @pytest.mark.django_db

@@ -1,6 +1,7 @@
 """Test tokens (lf_test_...): what they record is flagged as test, left out of every number, read back only by test
 tokens, refunded only by them, and deleted in one go; live tokens never see it. Their contacts are test contacts,
 apart from the live ones (tests/campaigns/test_test_mode.py: enrollment, sending, email events)."""
+
 import json
 from io import StringIO
 
@@ -10,8 +11,8 @@ from django.core.management import call_command
 from campaigns.models import CampaignLead, EmailSend, Enrollment
 from campaigns.sending import run_pass
 from conversions.models import ConversionEvent, Refund
-from customers.models import Customer
 from conversions.services import workspace_test_data_delete
+from customers.models import Customer
 from rollups.selectors import daily_numbers, money_of
 from rollups.services import numbers_roll_up
 from tests.conftest import assert_api_error
@@ -51,7 +52,11 @@ def test_test_conversions_are_flagged_and_counted_nowhere(api, acme, acme_token,
     today = ConversionEvent.objects.first().occurred_at.date()
     for _ in range(2):  # live tail, then rolled up
         assert daily_numbers(workspace_id=acme.pk, since=today, until=today)["total"] == {
-            "clicks": 1, "leads": 0, "sales": 0, "revenue": []}
+            "clicks": 1,
+            "leads": 0,
+            "sales": 0,
+            "revenue": [],
+        }
         assert money_of(group="link", link_ids=[click.link_id]).get(click.link_id, []) == []
         numbers_roll_up()
 
@@ -78,13 +83,21 @@ def test_deleting_test_data_leaves_live_data_alone(api, acme, globex, acme_token
     their_test = api_token_create(workspace=globex, name="t", test=True).secret
     api.post(URL, {**sale, "click_id": ClickFactory(link__post__workspace=globex).click_id}, token=their_test)
     assert workspace_test_data_delete(workspace=acme) == {
-        "refunds": 1, "conversions": 1, "sends": 0, "enrollments": 0, "suppressions": 0, "customers": 0,
-        "webhook events": 0}
+        "refunds": 1,
+        "conversions": 1,
+        "sends": 0,
+        "enrollments": 0,
+        "suppressions": 0,
+        "customers": 0,
+        "webhook events": 0,
+    }
     assert list(ConversionEvent.objects.filter(workspace=acme).values_list("pk", flat=True)) == [live_id]
     assert ConversionEvent.objects.filter(workspace=globex, is_test=True).count() == 1
 
 
-def test_a_test_conversion_on_a_campaign_post_enrolls_a_test_contact_and_mails_nobody(api, acme, test_token, mailoutbox):
+def test_a_test_conversion_on_a_campaign_post_enrolls_a_test_contact_and_mails_nobody(
+    api, acme, test_token, mailoutbox
+):
     campaign = CampaignFactory(workspace=acme)
     CampaignEmailFactory(campaign=campaign, delay_minutes=0)
     click = ClickFactory(link__post=PostFactory(workspace=acme, campaign=campaign))
@@ -103,11 +116,18 @@ def test_a_test_conversion_on_a_campaign_post_enrolls_a_test_contact_and_mails_n
 
 def test_a_test_conversion_never_touches_the_live_contact_of_its_email(api, acme, acme_token, test_token):
     click = ClickFactory(link__post__workspace=acme)
-    live = {"event": "lead", "click_id": click.click_id,
-            "customer": {"email": "ada@example.com", "external_id": "u1", "name": "Ada"}}
+    live = {
+        "event": "lead",
+        "click_id": click.click_id,
+        "customer": {"email": "ada@example.com", "external_id": "u1", "name": "Ada"},
+    }
     live_ada = api.post(URL, live, token=acme_token).json()["customer"]
-    tried = {"event": "sale", "click_id": click.click_id, "value_cents": 100,
-             "customer": {"email": "ADA@example.com", "external_id": "u2", "name": "Test Ada"}}
+    tried = {
+        "event": "sale",
+        "click_id": click.click_id,
+        "value_cents": 100,
+        "customer": {"email": "ADA@example.com", "external_id": "u2", "name": "Test Ada"},
+    }
     test_ada = api.post(URL, tried, token=test_token).json()["customer"]
     assert test_ada["id"] != live_ada["id"] and test_ada["external_id"] == "u2"
     assert Customer.objects.get(pk=test_ada["id"]).email == "ADA@example.com"
@@ -123,7 +143,10 @@ def test_a_test_conversion_never_touches_the_live_contact_of_its_email(api, acme
     read = api.get(f"/api/v1/customers/{test_ada['id']}", token=test_token).json()
     assert read["totals"]["sales"] == 1  # its own test-mode events, read back in test mode
     assert api.get(f"/api/v1/customers/{live_ada['id']}", token=acme_token).json()["totals"] == {
-        "leads": 1, "sales": 0, "revenue": []}
+        "leads": 1,
+        "sales": 0,
+        "revenue": [],
+    }
 
 
 def test_invoice_and_refund_ids_are_per_mode(api, acme, acme_token, test_token):
@@ -145,8 +168,14 @@ def test_deleting_test_data_takes_the_events_of_test_endpoints_and_their_deliver
     EndpointFactory(workspace=acme)
     click = ClickFactory(link__post__workspace=acme)
     for token in (acme_token, test_token):
-        assert api.post(URL, {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com"}},
-                        token=token).status_code == 201
+        assert (
+            api.post(
+                URL,
+                {"event": "lead", "click_id": click.click_id, "customer": {"email": "ada@example.com"}},
+                token=token,
+            ).status_code
+            == 201
+        )
     events_dispatch(event_ids=list(Event.objects.values_list("pk", flat=True)))  # what the worker's job does
     assert set(Event.objects.values_list("test", flat=True)) == {False, True}
     live = set(Event.objects.filter(test=False).values_list("pk", flat=True))

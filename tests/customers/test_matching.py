@@ -125,7 +125,11 @@ def test_unknown_email_creates_a_customer_with_everything_sent(acme):
     assert result.created
     ada = reload(result.customer)
     assert (ada.email, ada.external_id, ada.name, ada.avatar_url, ada.source) == (
-        "Ada@Example.com", "user_42", "Ada", "https://cdn.example.com/a.png", "api"
+        "Ada@Example.com",
+        "user_42",
+        "Ada",
+        "https://cdn.example.com/a.png",
+        "api",
     )
     assert ada.workspace == acme
     assert activity(ada) == [(Kind.CREATED, "api", "user_42", None)]

@@ -1,4 +1,5 @@
 """The admin's contact search is served by the trigram indexes (customers 0002), not a full scan."""
+
 import pytest
 from django.contrib.admin.sites import site
 from django.db import connection

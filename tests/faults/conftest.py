@@ -1,4 +1,5 @@
 """A real gunicorn (the production config) on a free loopback port, serving the test database."""
+
 import os
 import socket
 import subprocess
@@ -63,7 +64,11 @@ def running_gunicorn(*, database: str, **env):
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "lftrack.wsgi"],
-        cwd=BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=BASE_DIR,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -94,7 +99,11 @@ def proxied_gunicorn(transactional_db):
     url = f"postgres://{db['USER']}@127.0.0.1:{proxy.port}/{db['NAME']}"
     try:
         with running_gunicorn(
-            database=url, REQUEST_DEADLINE="2", REDIRECT_DEADLINE="1", READY_TIMEOUT="1", DB_CONNECT_TIMEOUT="2",
+            database=url,
+            REQUEST_DEADLINE="2",
+            REDIRECT_DEADLINE="1",
+            READY_TIMEOUT="1",
+            DB_CONNECT_TIMEOUT="2",
             CONN_MAX_AGE="60",
         ) as (base, process):
             yield base, proxy, process

@@ -1,5 +1,7 @@
 """A TCP proxy between the application and PostgreSQL that a test can freeze (stop forwarding, as a hung
 host or network does) or kill (drop every connection and refuse new ones), then restore."""
+
+import contextlib
 import selectors
 import socket
 import threading
@@ -76,10 +78,8 @@ class FaultProxy:
             pairs, self.pairs = self.pairs, []
         for client, server in pairs:
             for sock in (client, server):
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def revive(self) -> None:
         self.refusing = False

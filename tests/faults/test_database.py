@@ -1,5 +1,6 @@
 """PostgreSQL frozen or gone behind a proxy: clients get 503 in time, nothing is committed late, the
 redirect keeps redirecting, and the service recovers without a restart."""
+
 import json
 import time
 
@@ -29,7 +30,7 @@ def post(base: str, sale, timeout: float = 15) -> tuple[requests.Response, float
 
 
 def test_a_frozen_database_answers_503_in_time_commits_nothing_late_and_recovers(proxied_gunicorn, sale):
-    base, proxy, process = proxied_gunicorn
+    base, proxy, _process = proxied_gunicorn
     assert post(base, sale)[0].status_code == 201  # warm: a kept connection through the proxy
     proxy.freeze()
     try:
@@ -49,7 +50,7 @@ def test_a_frozen_database_answers_503_in_time_commits_nothing_late_and_recovers
 
 
 def test_a_stopped_database_answers_503_at_once_and_the_next_request_reconnects(proxied_gunicorn, sale):
-    base, proxy, process = proxied_gunicorn
+    base, proxy, _process = proxied_gunicorn
     assert post(base, sale)[0].status_code == 201
     proxy.kill()
     try:
@@ -63,7 +64,7 @@ def test_a_stopped_database_answers_503_at_once_and_the_next_request_reconnects(
 
 
 def test_the_redirect_keeps_redirecting_without_the_database(proxied_gunicorn, acme):
-    base, proxy, process = proxied_gunicorn
+    base, proxy, _process = proxied_gunicorn
     link = LinkFactory(post__workspace=acme, destination="https://shop.example.com/spring?ref=post")
     unseen = LinkFactory(post__workspace=acme)
     first = requests.get(f"{base}/l/{link.key}", allow_redirects=False, timeout=5)

@@ -1,6 +1,7 @@
 """The shipped front (deploy/nginx.conf) in front of gunicorn, on loopback, bounded: the slow-client attack
 with and without it; both shapes of docs/deployment.md (a TLS load balancer in front of nginx, TLS at
 nginx) with the production https settings; the health probes; request ids; the body sizes it lets through."""
+
 import http.client
 import shutil
 import socket
@@ -23,7 +24,12 @@ SLOW_CLIENTS = 16  # each holds a connection open, sending a header line every 2
 PROBES = 8
 HOST = "track.example.test"
 # The README's "Running in production" settings that touch the front: https only, behind proxies.
-PRODUCTION = {"ALLOWED_HOSTS": HOST, "SECURE_SSL_REDIRECT": "1", "SECURE_PROXY_SSL_HEADER": "1", "TRUSTED_PROXY_COUNT": "2"}
+PRODUCTION = {
+    "ALLOWED_HOSTS": HOST,
+    "SECURE_SSL_REDIRECT": "1",
+    "SECURE_PROXY_SSL_HEADER": "1",
+    "TRUSTED_PROXY_COUNT": "2",
+}
 
 
 def replaced(text: str, *pairs: tuple[str, str]) -> str:
@@ -34,17 +40,21 @@ def replaced(text: str, *pairs: tuple[str, str]) -> str:
     return text
 
 
-def front_site(*, listen: int, upstream: int, tls: tuple[int, Path, Path] | None = None, balancer: str | None = None) -> str:
+def front_site(
+    *, listen: int, upstream: int, tls: tuple[int, Path, Path] | None = None, balancer: str | None = None
+) -> str:
     """deploy/nginx.conf as shipped, on test ports; `tls`: its TLS lines uncommented on (port, cert, key);
     `balancer`: the one address it takes for a load balancer, instead of the private networks."""
     site = replaced(
         (BASE_DIR / "deploy" / "nginx.conf").read_text(),
-        ("listen 80;", f"listen 127.0.0.1:{listen};"), ("server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream};"),
+        ("listen 80;", f"listen 127.0.0.1:{listen};"),
+        ("server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream};"),
     )
     if tls is not None:
         port, cert, key = tls
         site = replaced(
-            site, ("# listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
+            site,
+            ("# listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
             ("# ssl_certificate /etc/ssl/lftrack/fullchain.pem;", f"ssl_certificate {cert};"),
             ("# ssl_certificate_key /etc/ssl/lftrack/privkey.pem;", f"ssl_certificate_key {key};"),
         )
@@ -80,7 +90,9 @@ def running_nginx(temp: Path, *sites: str, wait_for: str):
     temp.chmod(0o777)  # nginx's workers run as an unprivileged user when started as root
     for number, site in enumerate(sites):
         (temp / f"site{number}.conf").write_text(site)
-    paths = " ".join(f"{kind}_temp_path {temp / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    paths = " ".join(
+        f"{kind}_temp_path {temp / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     includes = " ".join(f"include {temp / f'site{number}.conf'};" for number in range(len(sites)))
     config = temp / "nginx.conf"
     config.write_text(
@@ -105,7 +117,9 @@ def port_of(base: str) -> int:
 def front(gunicorn, tmp_path):
     """The base URL of the shipped nginx in front of a gunicorn (plain http, development settings)."""
     port = free_port()
-    with running_nginx(tmp_path, front_site(listen=port, upstream=port_of(gunicorn)), wait_for=f"http://127.0.0.1:{port}/healthz"):
+    with running_nginx(
+        tmp_path, front_site(listen=port, upstream=port_of(gunicorn)), wait_for=f"http://127.0.0.1:{port}/healthz"
+    ):
         yield f"http://127.0.0.1:{port}"
 
 
@@ -126,14 +140,22 @@ def certificate(tmp_path) -> tuple[Path, Path]:
 def behind_balancer(production, certificate, tmp_path):
     """(balancer's https URL, nginx's http URL): the TLS load balancer -> the shipped nginx -> gunicorn."""
     front, balancer = free_port(), free_port()
-    sites = front_site(listen=front, upstream=port_of(production)), balancer_site(listen=balancer, front=front, cert=certificate[0], key=certificate[1])
+    sites = (
+        front_site(listen=front, upstream=port_of(production)),
+        balancer_site(listen=balancer, front=front, cert=certificate[0], key=certificate[1]),
+    )
     with running_nginx(tmp_path, *sites, wait_for=f"http://127.0.0.1:{front}/healthz"):
         yield f"https://127.0.0.1:{balancer}", f"http://127.0.0.1:{front}"
 
 
 def get(url: str, certificate: tuple[Path, Path] | None = None, **headers) -> requests.Response:
-    return requests.get(url, headers={"Host": HOST, **headers}, verify=str(certificate[0]) if certificate else True,
-                        allow_redirects=False, timeout=10)
+    return requests.get(
+        url,
+        headers={"Host": HOST, **headers},
+        verify=str(certificate[0]) if certificate else True,
+        allow_redirects=False,
+        timeout=10,
+    )
 
 
 def test_behind_a_tls_balancer_pages_are_served_not_redirected_to_themselves(behind_balancer, certificate):
@@ -155,7 +177,9 @@ def test_x_forwarded_proto_https_through_the_front_answers_readyz(behind_balance
     _, front = behind_balancer
     result = subprocess.run(
         ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Forwarded-Proto: https", f"{front}/readyz"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert result.stdout == "200", result
     assert get(f"{front}/admin/login/", **{"X-Forwarded-Proto": "https"}).status_code == 200
@@ -177,15 +201,22 @@ def test_a_client_beside_the_balancer_cannot_claim_https_or_name_its_request(pro
     """Only the balancer's address may say https: a request from any other is what nginx saw (http), so it is
     redirected, and its X-Request-ID is replaced."""
     front = free_port()
-    with running_nginx(tmp_path, front_site(listen=front, upstream=port_of(production), balancer="127.0.0.1"),
-                       wait_for=f"http://127.0.0.1:{front}/healthz"):
+    with running_nginx(
+        tmp_path,
+        front_site(listen=front, upstream=port_of(production), balancer="127.0.0.1"),
+        wait_for=f"http://127.0.0.1:{front}/healthz",
+    ):
         connection = http.client.HTTPConnection("127.0.0.1", front, timeout=10, source_address=("127.0.0.2", 0))
-        connection.request("GET", "/admin/login/", headers={"Host": HOST, "X-Forwarded-Proto": "https", "X-Request-ID": "mine"})
+        connection.request(
+            "GET", "/admin/login/", headers={"Host": HOST, "X-Forwarded-Proto": "https", "X-Request-ID": "mine"}
+        )
         resp = connection.getresponse()
         assert resp.status == 301 and resp.headers["Location"] == f"https://{HOST}/admin/login/"
         assert resp.headers["X-Request-ID"] != "mine"
         connection.close()
-        trusted = get(f"http://127.0.0.1:{front}/admin/login/", **{"X-Forwarded-Proto": "https", "X-Request-ID": "lb-1"})
+        trusted = get(
+            f"http://127.0.0.1:{front}/admin/login/", **{"X-Forwarded-Proto": "https", "X-Request-ID": "lb-1"}
+        )
         assert (trusted.status_code, trusted.headers["X-Request-ID"]) == (200, "lb-1")
 
 
@@ -217,22 +248,36 @@ def test_the_contact_import_takes_its_promised_size_through_the_front_and_only_i
     MembershipFactory(user=user, workspace=workspace)
     session = requests.Session()
     page = session.get(f"{front}/admin/login/", timeout=10)
-    session.post(f"{front}/admin/login/", timeout=10, data={
-        "username": "importer", "password": "a long and unusual passphrase", "next": "/admin/",
-        "csrfmiddlewaretoken": session.cookies["csrftoken"],
-    })
+    session.post(
+        f"{front}/admin/login/",
+        timeout=10,
+        data={
+            "username": "importer",
+            "password": "a long and unusual passphrase",
+            "next": "/admin/",
+            "csrfmiddlewaretoken": session.cookies["csrftoken"],
+        },
+    )
     assert page.status_code == 200 and "sessionid" in session.cookies
     body = import_file(69_000)
     assert 64 * 1024 < len(body) < 70_000 and len(body.splitlines()) <= 1001  # over the old limit, as reported
     url = f"{front}/admin/customers/customer/import/"
     form = session.get(url, timeout=10)
     assert form.status_code == 200
-    resp = session.post(url, timeout=30, data={"csrfmiddlewaretoken": session.cookies["csrftoken"], "format": "0", "workspace": workspace.pk},
-                        files={"import_file": ("contacts.csv", body, "text/csv")})
+    resp = session.post(
+        url,
+        timeout=30,
+        data={"csrfmiddlewaretoken": session.cookies["csrftoken"], "format": "0", "workspace": workspace.pk},
+        files={"import_file": ("contacts.csv", body, "text/csv")},
+    )
     assert resp.status_code == 200 and resp.headers.get("X-Request-ID"), resp.status_code  # gunicorn answered
     assert "person0001@example.com" in resp.text  # the preview of the file's rows
-    big = session.post(url, timeout=30, data={"csrfmiddlewaretoken": session.cookies["csrftoken"]},
-                       files={"import_file": ("contacts.csv", import_file(2_200_000), "text/csv")})
+    big = session.post(
+        url,
+        timeout=30,
+        data={"csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        files={"import_file": ("contacts.csv", import_file(2_200_000), "text/csv")},
+    )
     assert big.status_code == 413
     elsewhere = session.post(f"{front}/admin/customers/customer/add/", timeout=30, data={"x": "y" * 69_000})
     assert elsewhere.status_code == 413

@@ -1,4 +1,5 @@
 """Bodies at the edges, through gunicorn: a refused body leaves the connection usable, chunked bodies are read."""
+
 import http.client
 import json
 
@@ -72,6 +73,8 @@ def test_a_chunked_body_to_the_campaign_leads_endpoint_is_read(gunicorn, sale, a
     host, port = gunicorn.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     body = json.dumps({"email": "ada@example.com"}).encode()
-    connection.request("POST", "/api/v1/campaigns/spring/leads", body=iter([body]), headers=headers, encode_chunked=True)
+    connection.request(
+        "POST", "/api/v1/campaigns/spring/leads", body=iter([body]), headers=headers, encode_chunked=True
+    )
     response = connection.getresponse()
     assert response.status == 201 and json.loads(response.read())["outcome"] == "created"

@@ -1,5 +1,6 @@
 """Web processes killed with SIGKILL while clicks pour in, and PostgreSQL dropped under them: every click id a
 visitor received in a 302 is stored (a click is answered only after the commit of the statement storing it)."""
+
 import os
 import signal
 import threading
@@ -31,8 +32,12 @@ def click_ids_while(base: str, keys: list[str], seconds: float, during) -> tuple
         session = requests.Session()
         while time.monotonic() < stop:
             try:
-                resp = session.get(f"{base}/l/{keys[n % len(keys)]}", allow_redirects=False, timeout=5,
-                                   headers={"User-Agent": "Mozilla/5.0"})
+                resp = session.get(
+                    f"{base}/l/{keys[n % len(keys)]}",
+                    allow_redirects=False,
+                    timeout=5,
+                    headers={"User-Agent": "Mozilla/5.0"},
+                )
             except requests.RequestException:  # the process serving it was killed: no answer, no id
                 with lock:
                     failed += 1
@@ -62,7 +67,10 @@ def workers_of(master: int) -> list[int]:
 
 def test_every_click_id_handed_out_is_stored_when_web_processes_are_killed(acme):
     keys = [LinkFactory(post__workspace=acme).key for _ in range(5)]
-    with running_gunicorn(database=database_url(), WEB_CONCURRENCY="2", RATELIMIT_REDIRECT_IP="1000000/m") as (base, process):
+    with running_gunicorn(database=database_url(), WEB_CONCURRENCY="2", RATELIMIT_REDIRECT_IP="1000000/m") as (
+        base,
+        process,
+    ):
 
         def kill_both_workers() -> None:
             for pid in workers_of(process.pid):

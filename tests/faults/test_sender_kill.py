@@ -1,5 +1,6 @@
 """Sender workers killed with SIGKILL in the middle of a batch, against a real SMTP server: at most one
 message per worker is left in doubt, the rest are recovered by the next pass, and nothing goes twice."""
+
 import asyncio
 import logging
 import os
@@ -53,8 +54,9 @@ def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db
     CampaignEmailFactory(campaign=campaign, position=1, delay_minutes=0)
     now = timezone.now()
     for i in range(ENROLLMENTS):
-        EnrollmentFactory(campaign=campaign, customer=CustomerFactory(workspace=acme, email=f"p{i}@example.com"),
-                          next_send_at=now)
+        EnrollmentFactory(
+            campaign=campaign, customer=CustomerFactory(workspace=acme, email=f"p{i}@example.com"), next_send_at=now
+        )
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
@@ -63,8 +65,13 @@ def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db
         "LOG_LEVEL": "WARNING",
     }
     workers = [
-        subprocess.Popen([sys.executable, "manage.py", "send_due_emails", "--batch-size", "50"], cwd=BASE_DIR, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "manage.py", "send_due_emails", "--batch-size", "50"],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(WORKERS)
     ]
     deadline = time.monotonic() + 30
@@ -82,7 +89,12 @@ def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db
 
     # The next pass, in this process, releases the dead workers' reservations and sends the rest.
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = "127.0.0.1", port, "", ""
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = (
+        "127.0.0.1",
+        port,
+        "",
+        "",
+    )
     settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
     time.sleep(0.5)  # the killed workers' sessions end on the server
     run_pass()
@@ -95,5 +107,7 @@ def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db
     assert len(handler.message_ids) >= statuses.count("sent")  # every sent row reached the server
     assert len(handler.message_ids) <= statuses.count("sent") + in_doubt
     assert not Enrollment.objects.filter(state="active").exists()  # one step each: all completed
-    print(f"killed {WORKERS} workers: {in_doubt} unconfirmed, {sent_before} sent before, "
-          f"{statuses.count('sent')} sent after recovery, {len(handler.message_ids)} received")
+    print(
+        f"killed {WORKERS} workers: {in_doubt} unconfirmed, {sent_before} sent before, "
+        f"{statuses.count('sent')} sent after recovery, {len(handler.message_ids)} received"
+    )

@@ -1,4 +1,5 @@
 """Two real processes keep copies of a token; once a revocation returns, neither accepts it."""
+
 import json
 import os
 
@@ -29,7 +30,10 @@ def test_a_revoked_token_is_refused_by_every_process_as_soon_as_the_revocation_r
     kept, revoked = ApiTokenFactory(workspace=acme), ApiTokenFactory(workspace=acme)
     env = {"REDIS_URL": os.environ["REDIS_URL"], "TOKEN_CACHE_SECONDS": "300"}
     # Two gunicorns of one worker each: two processes, and each request goes to the one it names.
-    with running_gunicorn(database=database_url(), **env) as (first, _), running_gunicorn(database=database_url(), **env) as (second, _):
+    with (
+        running_gunicorn(database=database_url(), **env) as (first, _),
+        running_gunicorn(database=database_url(), **env) as (second, _),
+    ):
         for base in (first, second):
             for token in (kept, revoked):
                 assert [lead(base, token, click) for _ in range(3)] == [201] * 3

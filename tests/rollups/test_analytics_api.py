@@ -1,5 +1,6 @@
 """GET /api/v1/analytics: the wiring of daily_numbers (tests/rollups/test_daily_numbers.py checks the numbers)."""
-from datetime import datetime, timedelta, timezone as dt_timezone
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
@@ -20,7 +21,7 @@ from workspaces.services import api_token_create
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/analytics"
-NOW = datetime(2026, 11, 24, 15, 0, tzinfo=dt_timezone.utc)
+NOW = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +39,9 @@ def shop(acme, globex):
     ClickFactory(link=other)
     ClickFactory(link=other, is_bot=True)
     ConversionEventFactory(click=click, event="lead")
-    sale = ConversionEventFactory(click=click, event="sale", value_cents=49000, currency="EUR",
-                                  occurred_at=NOW - timedelta(days=1))
+    sale = ConversionEventFactory(
+        click=click, event="sale", value_cents=49000, currency="EUR", occurred_at=NOW - timedelta(days=1)
+    )
     RefundFactory(conversion=sale, amount_cents=4900)
     ConversionEventFactory(click=click, event="sale", value_cents=5000, currency="JPY")
     ConversionEventFactory(click=click, event="sale", value_cents=777, currency="USD", is_test=True)
@@ -60,7 +62,13 @@ def test_the_last_30_days_per_day_by_default(api, acme_token, shop):
     body = resp.json()
     assert (body["since"], body["until"], body["group_by"]) == ("2026-10-26", "2026-11-24", "day")
     assert body["total"] == {"clicks": 3, "leads": 1, "sales": 2, "revenue": [EUR, JPY]}
-    assert len(body["data"]) == 30 and body["data"][0] == {"day": "2026-10-26", "clicks": 0, "leads": 0, "sales": 0, "revenue": []}
+    assert len(body["data"]) == 30 and body["data"][0] == {
+        "day": "2026-10-26",
+        "clicks": 0,
+        "leads": 0,
+        "sales": 0,
+        "revenue": [],
+    }
     assert body["data"][-2:] == [
         {"day": "2026-11-23", "clicks": 0, "leads": 0, "sales": 1, "revenue": [EUR]},
         {"day": "2026-11-24", "clicks": 3, "leads": 1, "sales": 1, "revenue": [JPY]},
@@ -94,22 +102,29 @@ def test_another_workspaces_link_post_and_campaign_are_unknown(api, acme_token, 
     assert_api_error(api.get(URL, {"campaign": "autumn"}, token=acme_token), 404, "unknown campaign")
     assert_api_error(api.get(URL, {"link_id": shop["link"].pk}, token=globex_token), 404, "unknown link")
     theirs_only = api.get(URL, token=globex_token).json()["total"]
-    assert theirs_only == {"clicks": 1, "leads": 0, "sales": 1, "revenue": [
-        {"currency": "USD", "sales": 1, "gross_cents": 999999, "refunded_cents": 0, "net_cents": 999999}]}
+    assert theirs_only == {
+        "clicks": 1,
+        "leads": 0,
+        "sales": 1,
+        "revenue": [{"currency": "USD", "sales": 1, "gross_cents": 999999, "refunded_cents": 0, "net_cents": 999999}],
+    }
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"since": "2026-11-31"}, "since must be a date (YYYY-MM-DD)"),
-    ({"since": "2026-11-01T00:00:00Z"}, "since must be a date (YYYY-MM-DD)"),
-    ({"until": "yesterday"}, "until must be a date (YYYY-MM-DD)"),
-    ({"since": "2026-11-20", "until": "2026-11-19"}, "since is after until"),
-    ({"since": "2025-11-23", "until": "2026-11-24"}, "the range is longer than 366 days"),
-    ({"group_by": "week"}, "group_by must be day, link, post or campaign"),
-    ({"limit": "0"}, "limit must be 1 to 1000"),
-    ({"limit": "²"}, "limit must be 1 to 1000"),
-    ({"link_id": "x"}, "link_id must be an integer"),
-    ({"post_id": "9" * 5000}, "post_id must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"since": "2026-11-31"}, "since must be a date (YYYY-MM-DD)"),
+        ({"since": "2026-11-01T00:00:00Z"}, "since must be a date (YYYY-MM-DD)"),
+        ({"until": "yesterday"}, "until must be a date (YYYY-MM-DD)"),
+        ({"since": "2026-11-20", "until": "2026-11-19"}, "since is after until"),
+        ({"since": "2025-11-23", "until": "2026-11-24"}, "the range is longer than 366 days"),
+        ({"group_by": "week"}, "group_by must be day, link, post or campaign"),
+        ({"limit": "0"}, "limit must be 1 to 1000"),
+        ({"limit": "²"}, "limit must be 1 to 1000"),
+        ({"link_id": "x"}, "link_id must be an integer"),
+        ({"post_id": "9" * 5000}, "post_id must be an integer"),
+    ],
+)
 def test_bad_parameters_are_422(api, acme_token, params, message):
     assert_api_error(api.get(URL, params, token=acme_token), 422, message)
 

@@ -1,5 +1,6 @@
 """Campaign numbers under concurrent writers on PostgreSQL: unsubscribes racing enrollments of the same
 address, roll-ups and rebuilds against open state changes, sender workers against both; every change counted once."""
+
 import threading
 from datetime import date
 

@@ -1,7 +1,8 @@
 """click_kinds: people's clicks of a range of UTC days by device, browser and referrer equal plain counts over the
 clicks, before, between and after roll-ups; bots never count; filters and other workspaces stay out."""
+
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -13,15 +14,20 @@ from tests.factories import ClickFactory, LinkFactory
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=dt_timezone.utc)
-AGENTS = [("mobile", "Mobile Safari", "t.co"), ("desktop", "Chrome", ""), ("desktop", "Firefox", "news.example.org"),
-          ("mobile", "Chrome Mobile", "t.co")]
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+AGENTS = [
+    ("mobile", "Mobile Safari", "t.co"),
+    ("desktop", "Chrome", ""),
+    ("desktop", "Firefox", "news.example.org"),
+    ("mobile", "Chrome Mobile", "t.co"),
+]
 
 
 def click(link, days_ago: float, n: int, *, bot: bool = False) -> None:
     device, browser, referrer = AGENTS[n % len(AGENTS)]
-    made = ClickFactory(link=link, device="bot" if bot else device, browser=browser, referrer_domain=referrer,
-                        is_bot=bot)
+    made = ClickFactory(
+        link=link, device="bot" if bot else device, browser=browser, referrer_domain=referrer, is_bot=bot
+    )
     Click.objects.filter(pk=made.pk).update(created_at=NOW - timedelta(days=days_ago))
 
 
@@ -36,8 +42,10 @@ def plain(workspace, since: date, until: date, links=None) -> dict:
 
 
 def found(workspace, since: date, until: date, **filters) -> dict:
-    return {kind: dict(rows) for kind, rows in click_kinds(workspace_id=workspace.pk, since=since, until=until,
-                                                           **filters).items()}
+    return {
+        kind: dict(rows)
+        for kind, rows in click_kinds(workspace_id=workspace.pk, since=since, until=until, **filters).items()
+    }
 
 
 def test_equal_plain_counts_before_between_and_after_roll_ups(acme, globex):

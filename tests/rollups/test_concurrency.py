@@ -1,4 +1,5 @@
 """Roll-ups against writers still open and against each other, on PostgreSQL: every row counted once."""
+
 import threading
 
 import pytest

@@ -1,7 +1,8 @@
 """daily_numbers: the numbers of any range of UTC days, per day, link, post or campaign, equal plain counts over
 the rows before, between and after roll-ups, backdated events in their own day, money never across currencies."""
+
 from collections import defaultdict
-from datetime import date, datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import time_machine
@@ -23,7 +24,7 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=dt_timezone.utc)
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def at(days_ago: float, hour: int = 12) -> datetime:
@@ -35,10 +36,12 @@ def plain(workspace, since: date, until: date, group_by: str, links=None) -> dic
     campaign_of = dict(CampaignPost.objects.values_list("post_id", "campaign_id"))
 
     def key(link, moment):
-        return {"day": moment.date(), "link": link.pk, "post": link.post_id, "campaign": campaign_of.get(link.post_id)}[group_by]
+        return {"day": moment.date(), "link": link.pk, "post": link.post_id, "campaign": campaign_of.get(link.post_id)}[
+            group_by
+        ]
 
     def wanted(link, moment) -> bool:
-        return since <= moment.astimezone(dt_timezone.utc).date() <= until and (links is None or link in links)
+        return since <= moment.astimezone(UTC).date() <= until and (links is None or link in links)
 
     counts = defaultdict(lambda: [0, 0, 0, defaultdict(lambda: [0, 0, 0])])
     for click in Click.objects.filter(workspace=workspace, is_bot=False).select_related("link"):
@@ -55,16 +58,22 @@ def plain(workspace, since: date, until: date, group_by: str, links=None) -> dic
         if wanted(refund.link, refund.conversion.occurred_at):
             counts[key(refund.link, refund.conversion.occurred_at)][3][refund.currency][2] += refund.amount_cents
     return {
-        k: (c, l, s, {cur: (n, g, r, g - r) for cur, (n, g, r) in money.items()}) for k, (c, l, s, money) in counts.items()
+        k: (c, leads, s, {cur: (n, g, r, g - r) for cur, (n, g, r) in money.items()})
+        for k, (c, leads, s, money) in counts.items()
     }
 
 
 def answered(result: dict) -> dict:
     return {
-        group["key"]: (group["clicks"], group["leads"], group["sales"], {
-            entry["currency"]: (entry["sales"], entry["gross_cents"], entry["refunded_cents"], entry["net_cents"])
-            for entry in group["revenue"]
-        })
+        group["key"]: (
+            group["clicks"],
+            group["leads"],
+            group["sales"],
+            {
+                entry["currency"]: (entry["sales"], entry["gross_cents"], entry["refunded_cents"], entry["net_cents"])
+                for entry in group["revenue"]
+            },
+        )
         for group in result["groups"]
         if group["clicks"] or group["leads"] or group["sales"] or group["revenue"]
     }
@@ -91,7 +100,10 @@ def traffic(links, theirs, round_: int) -> None:
                 ConversionEventFactory(click=click, event="lead", occurred_at=click.created_at)
                 ConversionEventFactory(click=click, event="lead", occurred_at=click.created_at, is_test=True)
                 sale = ConversionEventFactory(
-                    click=click, event="sale", value_cents=1000 * days_ago + n, currency=("EUR", "JPY", "USD")[days_ago % 3],
+                    click=click,
+                    event="sale",
+                    value_cents=1000 * days_ago + n,
+                    currency=("EUR", "JPY", "USD")[days_ago % 3],
                     occurred_at=click.created_at + timedelta(hours=30),  # a backfill: a later day than its click
                 )
                 RefundFactory(conversion=sale, amount_cents=10 + n)
@@ -100,7 +112,7 @@ def traffic(links, theirs, round_: int) -> None:
 
 @pytest.mark.parametrize("group_by", ["day", "link", "post", "campaign"])
 def test_daily_numbers_equal_plain_counts_before_between_and_after_roll_ups(acme, shop, group_by):
-    spring, links, theirs = shop
+    _spring, links, theirs = shop
     since, until = (NOW - timedelta(days=6)).date(), (NOW - timedelta(days=1)).date()
 
     def check() -> None:
@@ -132,14 +144,16 @@ def test_daily_numbers_narrow_to_links_posts_and_campaigns(acme, shop):
     assert answered(by_link) == plain(acme, since, until, "link", links=[links[0]])
     by_post = daily_numbers(workspace_id=acme.pk, since=since, until=until, post_ids=[links[2].post_id], group_by="day")
     assert answered(by_post) == plain(acme, since, until, "day", links=[links[2]])
-    by_campaign = daily_numbers(workspace_id=acme.pk, since=since, until=until, campaign_ids=[spring.pk], group_by="post")
+    by_campaign = daily_numbers(
+        workspace_id=acme.pk, since=since, until=until, campaign_ids=[spring.pk], group_by="post"
+    )
     assert answered(by_campaign) == plain(acme, since, until, "post", links=links[:2])
     campaigns = answered(daily_numbers(workspace_id=acme.pk, since=since, until=until, group_by="campaign"))
     assert set(campaigns) == {spring.pk, None}  # None: links whose post is in no campaign
 
 
 def test_another_workspaces_links_count_nothing(acme, shop):
-    spring, links, theirs = shop
+    _spring, links, theirs = shop
     traffic(links, theirs, 0)
     since, until = (NOW - timedelta(days=9)).date(), NOW.date()
     for _ in range(2):
@@ -158,7 +172,16 @@ def test_a_backdated_sale_lands_in_its_own_day_after_a_roll_up(acme, shop):
     day = at(10).date()
     for _ in range(2):  # in the tail, then in the daily totals
         result = daily_numbers(workspace_id=acme.pk, since=day, until=day)
-        assert result["groups"] == [{"key": day, "clicks": 0, "leads": 0, "sales": 1, "revenue": [
-            {"currency": "KWD", "sales": 1, "gross_cents": 4200, "refunded_cents": 0, "net_cents": 4200}]}]
+        assert result["groups"] == [
+            {
+                "key": day,
+                "clicks": 0,
+                "leads": 0,
+                "sales": 1,
+                "revenue": [
+                    {"currency": "KWD", "sales": 1, "gross_cents": 4200, "refunded_cents": 0, "net_cents": 4200}
+                ],
+            }
+        ]
         numbers_roll_up()
     assert daily_numbers(workspace_id=acme.pk, since=day + timedelta(days=1), until=NOW.date())["total"]["sales"] == 0

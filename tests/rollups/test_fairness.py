@@ -1,5 +1,7 @@
 """The roll-up as a shared job: one workspace's backlog, sums or broken rows never hold up another's numbers. Each
 test gives workspace A the trouble and B one row, and B's numbers must be rolled up by the first pass."""
+
+import io
 import json
 import logging
 import threading
@@ -27,15 +29,22 @@ def b_rolled_up(link: Link, *, clicks: int, revenue: int = 0) -> bool:
     """B's link has `clicks` and `revenue` in its totals (not in the live tail), and every watermark is at the top."""
     totals = {row.currency: row for row in LinkTotals.objects.filter(link=link)}
     marks = dict(Watermark.objects.values_list("source", "last_id"))
-    tops = {table: model.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-            for table, model in (("clicks_click", Click), (SALES, ConversionEvent))}
-    return (totals[""].clicks == clicks and sum(row.revenue_cents for row in totals.values()) == revenue
-            and all(marks[table] == top for table, top in tops.items()))
+    tops = {
+        table: model.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        for table, model in (("clicks_click", Click), (SALES, ConversionEvent))
+    }
+    return (
+        totals[""].clicks == clicks
+        and sum(row.revenue_cents for row in totals.values()) == revenue
+        and all(marks[table] == top for table, top in tops.items())
+    )
 
 
 def left_out_lines(caplog) -> list[dict]:
     """The roll-up's lines about rows left out, as the JSON formatter writes them: one line each."""
-    lines = [JsonFormatter().format(record) for record in caplog.records if record.getMessage() == "roll-up left rows out"]
+    lines = [
+        JsonFormatter().format(record) for record in caplog.records if record.getMessage() == "roll-up left rows out"
+    ]
     assert all("\n" not in line for line in lines)
     return [json.loads(line) for line in lines]
 
@@ -47,11 +56,21 @@ def test_a_backlog_and_sums_past_bigint_leave_the_other_workspace_rolled_up_in_o
     theirs, poisoned = LinkFactory(post__workspace=acme), LinkFactory(post__workspace=acme)
     Click.objects.bulk_create([Click(workspace=acme, link=theirs) for _ in range(3000)])
     click, now = ClickFactory(link=poisoned), timezone.now()
-    ConversionEvent.objects.bulk_create([
-        ConversionEvent(workspace=acme, click=click, link=poisoned, event="sale", value_cents=MONEY_MAX, occurred_at=now,
-                        channel="api", invoice_id=f"in_{n}")
-        for n in range(1100)
-    ])
+    ConversionEvent.objects.bulk_create(
+        [
+            ConversionEvent(
+                workspace=acme,
+                click=click,
+                link=poisoned,
+                event="sale",
+                value_cents=MONEY_MAX,
+                occurred_at=now,
+                channel="api",
+                invoice_id=f"in_{n}",
+            )
+            for n in range(1100)
+        ]
+    )
     ConversionEventFactory(click=click, event="lead")
     mine = ConversionEventFactory(click__link__post__workspace=globex, event="sale", value_cents=4900)
     caplog.set_level(logging.WARNING, logger="lftrack.rollups")
@@ -62,7 +81,11 @@ def test_a_backlog_and_sums_past_bigint_leave_the_other_workspace_rolled_up_in_o
     assert LinkTotals.objects.get(link=theirs).clicks == 3000  # A's backlog, and its clicks, in the same pass
     (line,) = left_out_lines(caplog)  # the link whose sum cannot be held: left out, said once
     assert {key: line[key] for key in ("source", "workspace_id", "link_id", "sqlstate")} == {
-        "source": SALES, "workspace_id": acme.pk, "link_id": [poisoned.pk], "sqlstate": "22003"}
+        "source": SALES,
+        "workspace_id": acme.pk,
+        "link_id": [poisoned.pk],
+        "sqlstate": "22003",
+    }
     total = daily_numbers(workspace_id=acme.pk, since=now.date(), until=now.date())["total"]  # no error for A either
     assert (total["clicks"], total["leads"], total["sales"]) == (3001, 0, 0)
 
@@ -89,16 +112,23 @@ def test_rows_that_keep_failing_are_left_out_and_logged_once_per_pass(acme, glob
 
         assert b_rolled_up(mine, clicks=rolled)
         assert LinkTotals.objects.get(link=fine).clicks == rolled
-        assert not LinkTotals.objects.filter(link=broken).exists() and not DailyTotals.objects.filter(link=broken).exists()
+        assert (
+            not LinkTotals.objects.filter(link=broken).exists() and not DailyTotals.objects.filter(link=broken).exists()
+        )
         lines = left_out_lines(caplog)
         assert len(lines) == rolled  # one per pass
         assert {key: lines[-1][key] for key in ("level", "source", "workspace_id", "link_id", "sqlstate", "error")} == {
-            "level": "WARNING", "source": "clicks_click", "workspace_id": acme.pk, "link_id": [broken.pk],
-            "sqlstate": "22003", "error": "refused"}
+            "level": "WARNING",
+            "source": "clicks_click",
+            "workspace_id": acme.pk,
+            "link_id": [broken.pk],
+            "sqlstate": "22003",
+            "error": "refused",
+        }
 
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER refuse ON rollups_dailytotals")
-    call_command("roll_up_numbers", "--rebuild", stdout=open("/dev/null", "w"))
+    call_command("roll_up_numbers", "--rebuild", stdout=io.StringIO())
     assert LinkTotals.objects.get(link=broken).clicks == 2
 
 
@@ -121,8 +151,10 @@ def test_a_link_deleted_while_its_rows_are_added_leaves_the_others_rolled_up(acm
                 deadline = time.monotonic() + 5
                 with connection.cursor() as cursor:
                     while time.monotonic() < deadline:
-                        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                       " AND datname = current_database()")
+                        cursor.execute(
+                            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            " AND datname = current_database()"
+                        )
                         if cursor.fetchone():
                             break
                         time.sleep(0.01)

@@ -1,12 +1,13 @@
 """Migrations that fill roll-ups: rollups/0005 fills the per-currency and daily totals from the rows already rolled
 up, rollups/0007 the sends per step and day from the sends there are: afterwards the numbers (totals plus the rows
 above the watermarks) still equal plain counts."""
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from rollups.models import Watermark
 from campaigns.models import EmailSend
+from rollups.models import Watermark
 from rollups.selectors import campaign_step_sends, daily_numbers, money_of
 from rollups.services import numbers_roll_up
 from tests.backoffice.test_funnel_numbers import plain
@@ -52,8 +53,10 @@ def test_the_fill_counts_what_the_watermarks_cover_and_the_tail_the_rest(acme):
 
 def test_the_step_sends_fill_counts_the_sends_logged_without_a_step(acme):
     campaign = CampaignFactory(workspace=acme)
-    sent, failed = EmailSendFactory(enrollment__campaign=campaign), EmailSendFactory(enrollment__campaign=campaign,
-                                                                                     status="failed")
+    sent, failed = (
+        EmailSendFactory(enrollment__campaign=campaign),
+        EmailSendFactory(enrollment__campaign=campaign, status="failed"),
+    )
     numbers_roll_up()  # some rolled up per step and day already; the migration back drops them
 
     migrate(("rollups", "0006_daily_click_kinds"))
@@ -67,8 +70,14 @@ def test_the_step_sends_fill_counts_the_sends_logged_without_a_step(acme):
         numbers = campaign_step_sends(campaign_id=campaign.pk, since=sent.sent_at.date())
         return numbers["steps"], numbers["days"]
 
-    assert found() == plain(campaign) == ({1: {"sent": 1, "failed": 1}, 2: {"sent": 1, "failed": 0}},
-                                          {(sent.sent_at.date(), 1): 1, (sent.sent_at.date(), 2): 1})
+    assert (
+        found()
+        == plain(campaign)
+        == (
+            {1: {"sent": 1, "failed": 1}, 2: {"sent": 1, "failed": 0}},
+            {(sent.sent_at.date(), 1): 1, (sent.sent_at.date(), 2): 1},
+        )
+    )
     EmailSend.objects.filter(pk=reserved.pk).update(status="sent")  # logged with its step now
     assert found() == plain(campaign)
     numbers_roll_up()

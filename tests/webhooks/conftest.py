@@ -1,4 +1,5 @@
 """A real HTTP receiver on loopback that verifies Standard Webhooks signatures, and a worker run in-process."""
+
 import json
 import threading
 import time
@@ -103,12 +104,17 @@ def local_hooks(settings):
 def work(until=None, *, timeout: float = 30.0) -> None:
     """Run the engine's worker in this process until every event is dispatched and no delivery is pending
     (or `until()` holds)."""
-    done = until or (lambda: not Event.objects.filter(dispatched_at__isnull=True).exists()
-                     and not Delivery.objects.filter(state=Delivery.State.PENDING, endpoint__enabled=True).exists())
+    done = until or (
+        lambda: (
+            not Event.objects.filter(dispatched_at__isnull=True).exists()
+            and not Delivery.objects.filter(state=Delivery.State.PENDING, endpoint__enabled=True).exists()
+        )
+    )
     deadline = time.monotonic() + timeout
     with app.replace_connector(app.connector.get_worker_connector()) as worker_app:
         while not done():
             assert time.monotonic() < deadline, "the worker did not finish in time"
-            worker_app.run_worker(queues=["webhooks"], wait=False, install_signal_handlers=False, listen_notify=False,
-                                  concurrency=4)
+            worker_app.run_worker(
+                queues=["webhooks"], wait=False, install_signal_handlers=False, listen_notify=False, concurrency=4
+            )
             time.sleep(0.05)

@@ -1,5 +1,6 @@
 """Webhooks against hostile receivers and URLs: address forms that hide a private address, endless and
 dripping answers, compressed bombs, control characters, secrets kept out of the log, the endpoint cap."""
+
 import gzip
 import logging
 import socket
@@ -30,7 +31,9 @@ def read_request(conn) -> bytes:
             return data
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
     while len(body) < length:
         chunk = conn.recv(65536)
         if not chunk:
@@ -112,6 +115,7 @@ def drip(head: bytes, *, pause: float = 0.05):
         for _ in range(10_000):
             time.sleep(pause)
             yield b"x"
+
     return behaviour
 
 
@@ -141,7 +145,9 @@ def test_an_endless_answer_is_read_to_16_kib_and_its_excerpt_kept_to_1000_charac
 @pytest.mark.usefixtures("quick")
 def test_a_compressed_bomb_is_not_inflated(raw):
     bomb = gzip.compress(b"\0" * 50 * 2**20)  # 50 MiB in 50 KiB
-    receiver = raw(lambda: [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb), bomb])
+    receiver = raw(
+        lambda: [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb), bomb]
+    )
     answer = network.post(receiver.url, b"{}", {})
     assert answer.status == 200 and len(answer.excerpt) == 1000
 
@@ -180,12 +186,34 @@ def test_garbage_instead_of_http_is_a_failed_attempt_not_a_crash(raw):
 
 # Without the fake resolver: the machine's own getaddrinfo reads these numeric forms (inet_aton) as 127.0.0.1,
 # 0.0.0.0 and 169.254.169.254.
-@pytest.mark.parametrize("host", [
-    "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "017700000001", "0", "0.0.0.0", "[::]", "[::ffff:7f00:1]",
-    "[::127.0.0.1]", "[::ffff:0:127.0.0.1]", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::]", "[fe80::1]",
-    "[fd00:ec2::254]", "192.0.0.170", "[64:ff9b:1::a00:1]", "localhost", "169.254.169.254", "2852039166",
-    "[fec0::1]", "[5f00::1]", "[3fff::1]",  # site-local, SRv6 SIDs, documentation: global to Python 3.11
-])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "2130706433",
+        "0x7f000001",
+        "0177.0.0.1",
+        "127.1",
+        "017700000001",
+        "0",
+        "0.0.0.0",
+        "[::]",
+        "[::ffff:7f00:1]",
+        "[::127.0.0.1]",
+        "[::ffff:0:127.0.0.1]",
+        "[64:ff9b::a9fe:a9fe]",
+        "[2002:a9fe:a9fe::]",
+        "[fe80::1]",
+        "[fd00:ec2::254]",
+        "192.0.0.170",
+        "[64:ff9b:1::a00:1]",
+        "localhost",
+        "169.254.169.254",
+        "2852039166",
+        "[fec0::1]",
+        "[5f00::1]",
+        "[3fff::1]",  # site-local, SRv6 SIDs, documentation: global to Python 3.11
+    ],
+)
 @pytest.mark.django_db
 def test_every_spelling_of_a_private_address_is_refused(api, acme_token, host):
     resp = api.post(URL, {"url": f"https://{host}/hook", "event_types": ["sale.created"]}, token=acme_token)
@@ -193,10 +221,16 @@ def test_every_spelling_of_a_private_address_is_refused(api, acme_token, host):
     assert not Endpoint.objects.exists()
 
 
-@pytest.mark.parametrize("url", [
-    "https://crm.example.com/hook\r\nX-Injected: 1", "https://crm.example.com/a b", "https://crm.example.com/\tx",
-    "https://crm.example.com/\x7f", "https://crm.example.com\n.evil.example/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://crm.example.com/hook\r\nX-Injected: 1",
+        "https://crm.example.com/a b",
+        "https://crm.example.com/\tx",
+        "https://crm.example.com/\x7f",
+        "https://crm.example.com\n.evil.example/",
+    ],
+)
 @pytest.mark.django_db
 def test_control_characters_and_spaces_in_a_url_are_refused(api, acme_token, public_dns, url):
     resp = api.post(URL, {"url": url, "event_types": ["sale.created"]}, token=acme_token)
@@ -208,8 +242,12 @@ def test_control_characters_and_spaces_in_a_url_are_refused(api, acme_token, pub
 def test_a_workspace_has_at_most_the_configured_number_of_endpoints(api, acme_token, public_dns):
     with override_settings(WEBHOOK_ENDPOINTS_PER_WORKSPACE=2):
         for _ in range(2):
-            assert api.post(URL, {"url": "https://crm.example.com/h", "event_types": ["sale.created"]},
-                            token=acme_token).status_code == 201
+            assert (
+                api.post(
+                    URL, {"url": "https://crm.example.com/h", "event_types": ["sale.created"]}, token=acme_token
+                ).status_code
+                == 201
+            )
         resp = api.post(URL, {"url": "https://crm.example.com/h", "event_types": ["sale.created"]}, token=acme_token)
     assert_api_error(resp, 422, "a workspace has at most 2 webhook endpoints")
     assert Endpoint.objects.count() == 2
@@ -223,15 +261,15 @@ def test_secrets_never_reach_the_log_or_the_delivery_log(acme, caplog):
     closed = socket.create_server(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()  # nothing listens: connection refused
-    issued = endpoint_create(workspace=acme, url=f"http://127.0.0.1:{port}/hook?key=s3cr3t-in-url",
-                             event_types=["customer.created"])
+    issued = endpoint_create(
+        workspace=acme, url=f"http://127.0.0.1:{port}/hook?key=s3cr3t-in-url", event_types=["customer.created"]
+    )
     customer_match(workspace=acme, channel="api", email="ada.lovelace@example.com")
     with caplog.at_level(logging.DEBUG):
         work(until=lambda: Attempt.objects.count() >= 3)
     errors = list(Attempt.objects.values_list("error", flat=True))
     assert errors and all(e == "ConnectionRefusedError: [Errno 111] Connection refused" for e in errors)
-    text = " ".join(errors) + "\n".join(
-        f"{r.getMessage()} {r.__dict__} {r.exc_text or ''}" for r in caplog.records)
+    text = " ".join(errors) + "\n".join(f"{r.getMessage()} {r.__dict__} {r.exc_text or ''}" for r in caplog.records)
     for secret in ("s3cr3t-in-url", issued.secret, issued.secret.removeprefix("whsec_"), "ada.lovelace"):
         assert secret not in text
     lines = [r for r in caplog.records if r.name == "lftrack.webhooks" and r.levelno >= logging.WARNING]

@@ -1,4 +1,5 @@
 """/api/v1/webhooks: endpoints by the API, scoped to the token's workspace; SSRF refusals at creation."""
+
 import json
 
 import pytest
@@ -15,18 +16,25 @@ URL = "/api/v1/webhooks"
 
 
 def patch(api, path, body, token):
-    return api.generic("PATCH", path, json.dumps(body), content_type="application/json",
-                       HTTP_AUTHORIZATION=f"Bearer {token.secret}")
+    return api.generic(
+        "PATCH", path, json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token.secret}"
+    )
 
 
 def test_create_shows_the_secret_once_and_stores_it_sealed(api, acme_token, public_dns):
-    resp = api.post(URL, {"url": "https://crm.example.com/hooks", "event_types": ["sale.created", "lead.created"]},
-                    token=acme_token)
+    resp = api.post(
+        URL, {"url": "https://crm.example.com/hooks", "event_types": ["sale.created", "lead.created"]}, token=acme_token
+    )
     assert resp.status_code == 201, resp.content
     body = resp.json()
     assert body["secret"].startswith("whsec_") and body["event_types"] == ["lead.created", "sale.created"]
     assert {k: body[k] for k in ("url", "enabled", "test", "disabled_reason", "failures_in_row")} == {
-        "url": "https://crm.example.com/hooks", "enabled": True, "test": False, "disabled_reason": None, "failures_in_row": 0}
+        "url": "https://crm.example.com/hooks",
+        "enabled": True,
+        "test": False,
+        "disabled_reason": None,
+        "failures_in_row": 0,
+    }
     endpoint = Endpoint.objects.get()
     assert body["secret"] not in endpoint.secret and secret_open(endpoint.secret) == body["secret"]
     Webhook(body["secret"])  # a secret the Standard Webhooks library reads
@@ -34,18 +42,37 @@ def test_create_shows_the_secret_once_and_stores_it_sealed(api, acme_token, publ
     assert [e["id"] for e in listed] == [body["id"]] and "secret" not in listed[0]
 
 
-@pytest.mark.parametrize("url, resolved, message", [
-    ("http://crm.example.com/hooks", None, "url must be https"),
-    ("https://user:pw@crm.example.com/", None, "url must not carry credentials"),
-    ("ftp://crm.example.com/", None, "url must be an absolute https URL"),
-    ("https://127.0.0.1/hooks", None, "url resolves to a private, loopback or link-local address"),
-    ("https://[::1]/hooks", None, "url resolves to a private, loopback or link-local address"),
-    ("https://internal.example.com/", ["10.0.0.7"], "url resolves to a private, loopback or link-local address"),
-    ("https://metadata.example.com/", ["169.254.169.254"], "url resolves to a private, loopback or link-local address"),
-    ("https://mapped.example.com/", ["::ffff:127.0.0.1"], "url resolves to a private, loopback or link-local address"),
-    ("https://cgnat.example.com/", ["100.100.100.200"], "url resolves to a private, loopback or link-local address"),
-    ("https://mixed.example.com/", ["93.184.215.14", "192.168.1.1"], "url resolves to a private, loopback or link-local address"),
-])
+@pytest.mark.parametrize(
+    ("url", "resolved", "message"),
+    [
+        ("http://crm.example.com/hooks", None, "url must be https"),
+        ("https://user:pw@crm.example.com/", None, "url must not carry credentials"),
+        ("ftp://crm.example.com/", None, "url must be an absolute https URL"),
+        ("https://127.0.0.1/hooks", None, "url resolves to a private, loopback or link-local address"),
+        ("https://[::1]/hooks", None, "url resolves to a private, loopback or link-local address"),
+        ("https://internal.example.com/", ["10.0.0.7"], "url resolves to a private, loopback or link-local address"),
+        (
+            "https://metadata.example.com/",
+            ["169.254.169.254"],
+            "url resolves to a private, loopback or link-local address",
+        ),
+        (
+            "https://mapped.example.com/",
+            ["::ffff:127.0.0.1"],
+            "url resolves to a private, loopback or link-local address",
+        ),
+        (
+            "https://cgnat.example.com/",
+            ["100.100.100.200"],
+            "url resolves to a private, loopback or link-local address",
+        ),
+        (
+            "https://mixed.example.com/",
+            ["93.184.215.14", "192.168.1.1"],
+            "url resolves to a private, loopback or link-local address",
+        ),
+    ],
+)
 def test_urls_to_private_addresses_are_refused(api, acme_token, public_dns, url, resolved, message):
     if resolved:
         public_dns[url.split("//")[1].split("/")[0]] = resolved
@@ -54,13 +81,19 @@ def test_urls_to_private_addresses_are_refused(api, acme_token, public_dns, url,
     assert not Endpoint.objects.exists()
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"url": "https://a.example.com/", "event_types": []}, "event_types must name at least one event type"),
-    ({"url": "https://a.example.com/", "event_types": ["sale.deleted"]}, "unknown event type: sale.deleted"),
-    ({"url": "https://a.example.com/", "event_types": "sale.created"}, "event_types must be a list of strings"),
-    ({"url": "https://a.example.com/", "event_types": ["sale.created"], "enabled": "yes"}, "enabled must be a boolean"),
-    ({"event_types": ["sale.created"]}, "url is required"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"url": "https://a.example.com/", "event_types": []}, "event_types must name at least one event type"),
+        ({"url": "https://a.example.com/", "event_types": ["sale.deleted"]}, "unknown event type: sale.deleted"),
+        ({"url": "https://a.example.com/", "event_types": "sale.created"}, "event_types must be a list of strings"),
+        (
+            {"url": "https://a.example.com/", "event_types": ["sale.created"], "enabled": "yes"},
+            "enabled must be a boolean",
+        ),
+        ({"event_types": ["sale.created"]}, "url is required"),
+    ],
+)
 def test_bad_input_is_422_and_stores_nothing(api, acme_token, public_dns, body, message):
     assert_api_error(api.post(URL, body, token=acme_token), 422, message)
     assert not Endpoint.objects.exists()
@@ -70,8 +103,9 @@ def test_another_workspaces_endpoint_is_unknown(api, acme_token, globex, public_
     theirs = EndpointFactory(workspace=globex)
     assert_api_error(api.get(f"{URL}/{theirs.pk}", token=acme_token), 404, "unknown webhook")
     assert_api_error(patch(api, f"{URL}/{theirs.pk}", {"enabled": False}, acme_token), 404, "unknown webhook")
-    assert_api_error(api.delete(f"{URL}/{theirs.pk}", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}"), 404,
-                     "unknown webhook")
+    assert_api_error(
+        api.delete(f"{URL}/{theirs.pk}", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}"), 404, "unknown webhook"
+    )
     assert_api_error(api.post(f"{URL}/{theirs.pk}/rotate-secret", {}, token=acme_token), 404, "unknown webhook")
     assert api.get(URL, token=acme_token).json() == {"data": []}
     assert Endpoint.objects.get().enabled
@@ -90,23 +124,32 @@ def test_a_test_token_manages_test_endpoints_only_and_never_gets_live_events(api
     assert [e["id"] for e in api.get(URL, token=acme_token).json()["data"]] == [live.pk]
     for method, path in (("get", f"{URL}/{live.pk}"), ("post", f"{URL}/{live.pk}/rotate-secret")):
         assert_api_error(getattr(api, method)(path, token=test_token), 404, "unknown webhook")
-    assert_api_error(patch(api, f"{URL}/{live.pk}", {"url": "https://attacker.example.com/"}, test_token), 404,
-                     "unknown webhook")
+    assert_api_error(
+        patch(api, f"{URL}/{live.pk}", {"url": "https://attacker.example.com/"}, test_token), 404, "unknown webhook"
+    )
     assert_api_error(api.get(f"{URL}/{made.json()['id']}", token=acme_token), 404, "unknown webhook")
     click = ClickFactory(link__post__workspace=acme)
-    assert api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token).status_code == 201
+    assert (
+        api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token).status_code
+        == 201
+    )
     events_dispatch(event_ids=list(Event.objects.values_list("pk", flat=True)))
     assert [d.endpoint_id for d in Event.objects.get(type="lead.created").deliveries.all()] == [live.pk]
     assert Endpoint.objects.get(pk=live.pk).url == "https://hooks.example.com/lftrack"
 
 
 def test_change_disable_reenable_and_delete(api, acme, acme_token, public_dns):
-    endpoint = EndpointFactory(workspace=acme, enabled=False, disabled_reason="20 failed attempts in a row",
-                               failures_in_row=20)
+    endpoint = EndpointFactory(
+        workspace=acme, enabled=False, disabled_reason="20 failed attempts in a row", failures_in_row=20
+    )
     resp = patch(api, f"{URL}/{endpoint.pk}", {"enabled": True, "event_types": ["click.created"]}, acme_token)
     assert resp.status_code == 200, resp.content
     assert {k: resp.json()[k] for k in ("enabled", "failures_in_row", "disabled_reason", "event_types")} == {
-        "enabled": True, "failures_in_row": 0, "disabled_reason": None, "event_types": ["click.created"]}
+        "enabled": True,
+        "failures_in_row": 0,
+        "disabled_reason": None,
+        "event_types": ["click.created"],
+    }
     resp = api.delete(f"{URL}/{endpoint.pk}", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}")
     assert resp.status_code == 204 and not Endpoint.objects.exists()
 
@@ -145,5 +188,5 @@ def test_private_networks_outside_debug_fail_the_deploy_check(settings):
     from django.core.management.base import SystemCheckError
 
     settings.WEBHOOKS_ALLOW_PRIVATE_NETWORKS = True
-    with pytest.raises(SystemCheckError, match="lftrack.W001"):
+    with pytest.raises(SystemCheckError, match=r"lftrack.W001"):
         call_command("check", "--deploy", "--fail-level", "WARNING", "--tag", "security")

@@ -1,4 +1,5 @@
 """Delivery against a real receiver on loopback that verifies every signature with standardwebhooks."""
+
 from collections import defaultdict
 from urllib.parse import parse_qs, urlsplit
 
@@ -39,17 +40,30 @@ def hook(workspace, receiver, types=tuple(EVENT_TYPES), path="/hook"):
 def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order(acme, receiver):
     first, second = hook(acme, receiver, path="/one"), hook(acme, receiver, path="/two")
     secret = receiver.secret
-    Endpoint.objects.filter(pk=first.pk).update(secret=Endpoint.objects.get(pk=second.pk).secret)  # one secret to verify
+    Endpoint.objects.filter(pk=first.pk).update(
+        secret=Endpoint.objects.get(pk=second.pk).secret
+    )  # one secret to verify
     receiver.secret = secret
     campaign = CampaignFactory(workspace=acme, slug="spring")
     CampaignEmailFactory(campaign=campaign, position=1, delay_minutes=0, active=True)
     link = LinkFactory(workspace=acme, post__workspace=acme, post__campaign=campaign)
     response = Client().get(f"/l/{link.key}")  # click.created
     click_id = parse_qs(urlsplit(response["Location"]).query)["lf_cid"][0]
-    conversion_record(workspace=acme, channel="api", event="lead", click_id=click_id,  # customer, lead, enrollment
-                      customer={"email": "ada@example.com", "external_id": "u1"})
-    sold = conversion_record(workspace=acme, channel="api", event="sale", click_id=click_id, value_cents=4900,
-                             customer={"email": "ada@example.com"})
+    conversion_record(
+        workspace=acme,
+        channel="api",
+        event="lead",
+        click_id=click_id,  # customer, lead, enrollment
+        customer={"email": "ada@example.com", "external_id": "u1"},
+    )
+    sold = conversion_record(
+        workspace=acme,
+        channel="api",
+        event="sale",
+        click_id=click_id,
+        value_cents=4900,
+        customer={"email": "ada@example.com"},
+    )
     refund_record(workspace=acme, sale_id=sold.pk, amount_cents=900)  # sale.refunded
     customer_match(workspace=acme, channel="api", email="bea@example.com", external_id="u1")  # the id moves to Bea
     run_pass()  # Ada's only email goes: enrollment.completed
@@ -70,7 +84,7 @@ def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order
         assert all(payload is not None for _, payload in got), "every signature verifies"
         assert sorted(wid for wid, _ in got) == sorted(events), "each event once per endpoint"
         by_customer = defaultdict(list)
-        for wid, payload in got:
+        for wid, _payload in got:
             by_customer[events[wid].customer_id].append(events[wid].pk)
         for customer_id, order in by_customer.items():
             if customer_id is not None:
@@ -80,7 +94,11 @@ def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order
     assert sale["data"]["value_cents"] == 4900 and sale["data"]["customer"]["external_id"] is None
     assert set(sale) == {"id", "type", "timestamp", "test", "data"} and sale["test"] is False
     refunded = next(p for _, p, _, _ in receiver.received if p and p["type"] == "sale.refunded")
-    assert (refunded["data"]["id"], refunded["data"]["refunded_cents"], refunded["data"]["net_cents"]) == (sold.pk, 900, 4000)
+    assert (refunded["data"]["id"], refunded["data"]["refunded_cents"], refunded["data"]["net_cents"]) == (
+        sold.pk,
+        900,
+        4000,
+    )
 
 
 def test_a_receiver_that_fails_three_times_gets_the_event_on_the_fourth_attempt(acme, receiver):
@@ -106,10 +124,12 @@ def test_a_retrying_customer_holds_back_only_their_own_later_events(acme, receiv
         if payload and payload["data"].get("email") == "ada@example.com" and not failed:
             failed.append(payload)
             return 500
+
     receiver.decide = decide
     click = ClickFactory(workspace=acme, link__workspace=acme)
-    lead = conversion_record(workspace=acme, channel="api", event="lead", click_id=click.click_id,
-                             customer={"email": "ada@example.com"})  # customer.created, lead.created: Ada's
+    lead = conversion_record(
+        workspace=acme, channel="api", event="lead", click_id=click.click_id, customer={"email": "ada@example.com"}
+    )  # customer.created, lead.created: Ada's
     customer_match(workspace=acme, channel="api", email="bea@example.com")
     work()
     got = [(payload["type"], payload["data"].get("email")) for _, payload, _, _ in receiver.received]
@@ -126,11 +146,14 @@ def test_a_burst_is_dispatched_and_sent_in_few_jobs(acme, receiver):
         customer_match(workspace=acme, channel="api", email=f"p{n}@example.com")
     work()
     assert sorted(payload["data"]["email"] for _, payload, _, _ in receiver.received) == sorted(
-        f"p{n}@example.com" for n in range(30))  # each once
+        f"p{n}@example.com" for n in range(30)
+    )  # each once
     with connection.cursor() as cursor:
         # The event's jobs only: a periodic job (the sweeper) may run too when work() spans a minute's start.
-        cursor.execute("SELECT task_name, count(*) FROM procrastinate_jobs j WHERE status = 'succeeded' AND NOT EXISTS"
-                       " (SELECT FROM procrastinate_periodic_defers p WHERE p.job_id = j.id) GROUP BY 1")
+        cursor.execute(
+            "SELECT task_name, count(*) FROM procrastinate_jobs j WHERE status = 'succeeded' AND NOT EXISTS"
+            " (SELECT FROM procrastinate_periodic_defers p WHERE p.job_id = j.id) GROUP BY 1"
+        )
         ran = dict(cursor.fetchall())
     assert ran == {"webhooks.dispatch": 1, "webhooks.deliver_batch": 1}
     assert Attempt.objects.filter(ok=True).count() == 30
@@ -141,8 +164,13 @@ def test_a_slow_receiver_gets_several_customers_at_once_and_each_customer_in_ord
     receiver.hold = 0.2
     for n in range(8):
         click = ClickFactory(workspace=acme, link__workspace=acme)
-        conversion_record(workspace=acme, channel="api", event="lead", click_id=click.click_id,
-                          customer={"email": f"p{n}@example.com"})
+        conversion_record(
+            workspace=acme,
+            channel="api",
+            event="lead",
+            click_id=click.click_id,
+            customer={"email": f"p{n}@example.com"},
+        )
     work()
     assert 2 <= receiver.most_at_once <= 4  # the batch's lanes
     customers = {e.public_id: e.customer_id for e in Event.objects.all()}
@@ -188,8 +216,10 @@ def test_a_rolled_back_conversion_sends_nothing(acme, receiver, acme_token):
     hook(acme, receiver)
     click = ClickFactory(workspace=acme, link__workspace=acme)
     response = Client().post(
-        "/api/v1/conversions", {"event": "lead", "click_id": click.click_id + "x", "customer": {"email": "a@example.com"}},
-        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
+        "/api/v1/conversions",
+        {"event": "lead", "click_id": click.click_id + "x", "customer": {"email": "a@example.com"}},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
     )
     assert response.status_code == 422
     work()

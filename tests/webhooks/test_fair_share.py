@@ -1,7 +1,9 @@
 """Noisy neighbours on the webhooks' queue: a workspace whose endpoints all time out, whose backlog is thousands of
 events or whose event cannot be built leaves another workspace's delivery on time (docs/concurrency.md,
 "Fair shares"). Real receivers on loopback, the engine's worker in-process."""
+
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -33,7 +35,9 @@ def never_answers():
 
 
 def hook(workspace, receiver, path="/hook"):
-    issued = endpoint_create(workspace=workspace, url=receiver.url.replace("/hook", path), event_types=["customer.created"])
+    issued = endpoint_create(
+        workspace=workspace, url=receiver.url.replace("/hook", path), event_types=["customer.created"]
+    )
     receiver.secret = issued.secret  # what a Receiver verifies signatures with
     return issued.endpoint
 
@@ -54,10 +58,16 @@ def work_live(until, *, timeout: float = 30.0) -> None:
             connection.close()  # this helper thread's own connection
 
     async def run() -> None:
-        worker = asyncio.create_task(worker_app.run_worker_async(
-            queues=["webhooks"], wait=True, concurrency=4, fetch_job_polling_interval=0.05, listen_notify=False,
-            install_signal_handlers=False,
-        ))
+        worker = asyncio.create_task(
+            worker_app.run_worker_async(
+                queues=["webhooks"],
+                wait=True,
+                concurrency=4,
+                fetch_job_polling_interval=0.05,
+                listen_notify=False,
+                install_signal_handlers=False,
+            )
+        )
         deadline = time.monotonic() + timeout
         try:
             while not await asyncio.to_thread(holds):
@@ -65,15 +75,15 @@ def work_live(until, *, timeout: float = 30.0) -> None:
                 await asyncio.sleep(0.05)
         finally:
             worker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await worker
-            except asyncio.CancelledError:
-                pass
 
     with app.replace_connector(app.connector.get_worker_connector()) as worker_app:
+
         async def main() -> None:
             async with worker_app.open_async():
                 await run()
+
         asyncio.run(main())
 
 
@@ -82,14 +92,22 @@ def stale_events(workspace, count: int, *, type="customer.created") -> list[Even
     long_ago = timezone.now() - timedelta(minutes=30)
     customers = [CustomerFactory(workspace=workspace) for _ in range(min(count, 3))]
     return Event.objects.bulk_create(
-        Event(workspace=workspace, type=type, subject_id=customers[n % len(customers)].pk,
-              customer_id=customers[n % len(customers)].pk, created_at=long_ago + timedelta(milliseconds=n))
+        Event(
+            workspace=workspace,
+            type=type,
+            subject_id=customers[n % len(customers)].pk,
+            customer_id=customers[n % len(customers)].pk,
+            created_at=long_ago + timedelta(milliseconds=n),
+        )
         for n in range(count)
     )
 
 
 def test_a_workspace_whose_endpoints_all_time_out_leaves_another_its_delivery_on_time(
-    acme, globex, monkeypatch, settings,
+    acme,
+    globex,
+    monkeypatch,
+    settings,
 ):
     """Acme's four endpoints hang past the deadline; their batches are queued first. The worker (4 slots) runs
     at most two of them at once, so globex's event goes while acme's endpoints are still timing out."""
@@ -132,7 +150,9 @@ def test_a_slow_receivers_batch_gives_its_worker_slot_back_after_its_budget(acme
     for n in range(24):
         customer_match(workspace=acme, channel="api", email=f"p{n}@example.com")
     work()
-    assert sorted(p["data"]["email"] for _, p, _, _ in receiver.received) == sorted(f"p{n}@example.com" for n in range(24))
+    assert sorted(p["data"]["email"] for _, p, _, _ in receiver.received) == sorted(
+        f"p{n}@example.com" for n in range(24)
+    )
     with connection.cursor() as cursor:  # the batch stopped early; the rest went in jobs of their own
         cursor.execute("SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'webhooks.deliver'")
         assert 0 < cursor.fetchone()[0] < 24
@@ -149,8 +169,9 @@ def test_a_workspaces_backlog_gives_its_worker_slot_back_after_the_dispatch_budg
     customer_match(workspace=globex, channel="api", email="b@example.com")  # its event's dispatch job: next in line
 
     with app.replace_connector(app.connector.get_worker_connector()) as worker_app:
-        worker_app.run_worker(queues=["webhooks"], wait=False, install_signal_handlers=False, listen_notify=False,
-                              concurrency=1)
+        worker_app.run_worker(
+            queues=["webhooks"], wait=False, install_signal_handlers=False, listen_notify=False, concurrency=1
+        )
     mine = Event.objects.get(workspace=globex).dispatched_at
     assert Event.objects.filter(workspace=acme, dispatched_at__gt=mine).count() >= 500  # acme's rest after it
     assert not Event.objects.filter(dispatched_at__isnull=True).exists()
@@ -179,7 +200,11 @@ def test_an_event_that_cannot_be_built_is_logged_once_a_pass_and_skipped(acme, g
         assert events_dispatch_pending() == 3  # a sweep that raised for all would have dispatched none
         [line] = log_lines(caplog, "webhook event not dispatched")
         assert {key: line[key] for key in ("event_id", "workspace_id", "event_type", "error")} == {
-            "event_id": poisoned.pk, "workspace_id": acme.pk, "event_type": "lead.updated", "error": "KeyError"}
+            "event_id": poisoned.pk,
+            "workspace_id": acme.pk,
+            "event_type": "lead.updated",
+            "error": "KeyError",
+        }
         assert Delivery.objects.filter(event=mine).exists()
         assert events_dispatch_pending() == 0  # the next pass: logged once more, skipped again
     assert len(log_lines(caplog, "webhook event not dispatched")) == 2
@@ -193,6 +218,8 @@ def test_a_workspaces_dispatch_reads_its_own_events_only(acme, globex):
         cursor.execute("ANALYZE webhooks_event")
         cursor.execute(
             "EXPLAIN SELECT id FROM webhooks_event WHERE dispatched_at IS NULL AND workspace_id = %s"
-            " ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED", [globex.pk])
+            " ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED",
+            [globex.pk],
+        )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "webhooks_event_undispatched" in plan and "Index Cond: (workspace_id = " in plan, plan

@@ -1,5 +1,6 @@
 """SSRF at delivery time, the address check against IANA's registries, the address pinned for the connection, the
 retry schedule and the engine's jobs."""
+
 from datetime import timedelta
 
 import pytest
@@ -15,15 +16,25 @@ from webhooks.models import Attempt, Delivery, Event
 from webhooks.network import Answer, address_allowed, registry_blocks
 from webhooks.services import endpoint_create
 
-
-REGISTRY_BLOCKS = registry_blocks("iana-ipv4-special-registry-1.csv") + registry_blocks("iana-ipv6-special-registry-1.csv")
+REGISTRY_BLOCKS = registry_blocks("iana-ipv4-special-registry-1.csv") + registry_blocks(
+    "iana-ipv6-special-registry-1.csv"
+)
 
 
 def test_the_registries_are_read_whole():
     blocks = set(map(str, REGISTRY_BLOCKS))
     assert len(REGISTRY_BLOCKS) == 37
-    assert {"192.0.0.170/32", "192.0.0.171/32", "192.88.99.0/24", "255.255.255.255/32", "2001:10::/28",
-            "2002::/16", "3fff::/20", "5f00::/16", "100:0:0:1::/64"} <= blocks  # footnoted, paired, retired, newest
+    assert {
+        "192.0.0.170/32",
+        "192.0.0.171/32",
+        "192.88.99.0/24",
+        "255.255.255.255/32",
+        "2001:10::/28",
+        "2002::/16",
+        "3fff::/20",
+        "5f00::/16",
+        "100:0:0:1::/64",
+    } <= blocks  # footnoted, paired, retired, newest
     assert not {"192.0.0.9/32", "64:ff9b::/96", "2001:3::/32"} & blocks  # marked globally reachable
 
 
@@ -32,19 +43,38 @@ def test_every_block_the_registries_do_not_call_globally_reachable_is_refused(bl
     assert not address_allowed(str(block[0])) and not address_allowed(str(block[-1]))
 
 
-@pytest.mark.parametrize("address", [
-    "fec0::1", "feff:ffff::1",  # site-local, deprecated (RFC 3879): outside 2000::/3
-    "5f00::1", "5f00:ffff::1",  # SRv6 SIDs (RFC 9602)
-    "3fff::1", "3fff:fff:ffff::1",  # documentation (RFC 9637), inside 2000::/3
-    "4000::1", "e000::1", "1::1",  # unallocated: only 2000::/3 is global unicast
-    "ff0e::1", "fc00::1", "fd00:ec2::254",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "fec0::1",
+        "feff:ffff::1",  # site-local, deprecated (RFC 3879): outside 2000::/3
+        "5f00::1",
+        "5f00:ffff::1",  # SRv6 SIDs (RFC 9602)
+        "3fff::1",
+        "3fff:fff:ffff::1",  # documentation (RFC 9637), inside 2000::/3
+        "4000::1",
+        "e000::1",
+        "1::1",  # unallocated: only 2000::/3 is global unicast
+        "ff0e::1",
+        "fc00::1",
+        "fd00:ec2::254",
+    ],
+)
 def test_ipv6_outside_global_unicast_or_kept_for_documentation_is_refused(address):
     assert not address_allowed(address)
 
 
-@pytest.mark.parametrize("address", ["93.184.215.14", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e",
-                                     "3fff:1000::1", "64:ff9b::5db8:d70e", "::ffff:93.184.215.14"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.215.14",
+        "2606:4700:4700::1111",
+        "2a00:1450:4001:80b::200e",
+        "3fff:1000::1",
+        "64:ff9b::5db8:d70e",
+        "::ffff:93.184.215.14",
+    ],
+)
 def test_public_addresses_are_allowed(address):
     assert address_allowed(address)
 
@@ -54,7 +84,9 @@ def test_public_addresses_are_allowed(address):
 def test_a_host_that_now_resolves_inside_is_refused_at_delivery(acme, receiver, public_dns, settings):
     public_dns["hooks.example.com"] = ["93.184.215.14"]
     port = receiver.url.split(":")[2].split("/")[0]
-    issued = endpoint_create(workspace=acme, url=f"http://hooks.example.com:{port}/hook", event_types=["customer.created"])
+    issued = endpoint_create(
+        workspace=acme, url=f"http://hooks.example.com:{port}/hook", event_types=["customer.created"]
+    )
     receiver.secret = issued.secret
     settings.WEBHOOKS_ALLOW_PRIVATE_NETWORKS = False  # production: the check runs again at every attempt
     public_dns["hooks.example.com"] = ["127.0.0.1"]  # DNS rebinding
@@ -70,12 +102,16 @@ def test_a_host_that_now_resolves_inside_is_refused_at_delivery(acme, receiver, 
 def test_the_connection_goes_to_the_address_checked_with_the_hosts_name(acme, receiver, public_dns):
     public_dns["hooks.example.com"] = ["127.0.0.1"]
     port = receiver.url.split(":")[2].split("/")[0]
-    issued = endpoint_create(workspace=acme, url=f"http://hooks.example.com:{port}/hook?k=1", event_types=["customer.created"])
+    issued = endpoint_create(
+        workspace=acme, url=f"http://hooks.example.com:{port}/hook?k=1", event_types=["customer.created"]
+    )
     receiver.secret = issued.secret
     customer_match(workspace=acme, channel="api", email="ada@example.com")
     work()
-    (_, payload, headers, path), = receiver.received
-    assert headers["host"] == f"hooks.example.com:{port}" and path == "/hook?k=1" and payload["type"] == "customer.created"
+    ((_, payload, headers, path),) = receiver.received
+    assert (
+        headers["host"] == f"hooks.example.com:{port}" and path == "/hook?k=1" and payload["type"] == "customer.created"
+    )
 
 
 @pytest.mark.django_db
@@ -100,8 +136,13 @@ def test_retries_back_off_exponentially_with_jitter_up_to_the_cap(settings):
 def test_a_delivery_failing_past_three_days_fails_for_good(acme):
     endpoint = EndpointFactory(workspace=acme)
     event = Event.objects.create(workspace=acme, type="customer.created", subject_id=1, created_at=timezone.now())
-    delivery = Delivery.objects.create(workspace=acme, event=event, endpoint=endpoint, attempts=15,
-                                       queued_at=timezone.now() - timedelta(hours=71, minutes=59))
+    delivery = Delivery.objects.create(
+        workspace=acme,
+        event=event,
+        endpoint=endpoint,
+        attempts=15,
+        queued_at=timezone.now() - timedelta(hours=71, minutes=59),
+    )
     retry_at = delivery_record(delivery, Answer(status=503, duration_ms=5), started=timezone.now())
     delivery.refresh_from_db()
     assert retry_at is None and delivery.state == "failed" and delivery.attempts == 16
@@ -113,9 +154,13 @@ def test_one_worker_runs_every_periodic_job():
     app.perform_import_paths()
     crons = {p.task.name: p.cron for p in app.periodic_registry.periodic_tasks.values()}
     assert crons == {
-        "rollups.roll_up": "* * * * *", "conversions.idempotency_purge": "7 * * * *",
-        "campaigns.expire_pending": "*/10 * * * *", "lftrack.clear_sessions": "23 4 * * *",
-        "webhooks.sweep": "* * * * *", "tasks.retry_stalled": "* * * * *", "webhooks.purge": "17 3 * * *",
+        "rollups.roll_up": "* * * * *",
+        "conversions.idempotency_purge": "7 * * * *",
+        "campaigns.expire_pending": "*/10 * * * *",
+        "lftrack.clear_sessions": "23 4 * * *",
+        "webhooks.sweep": "* * * * *",
+        "tasks.retry_stalled": "* * * * *",
+        "webhooks.purge": "17 3 * * *",
         "tasks.remove_old_jobs": "41 * * * *",
     }
 
@@ -131,9 +176,15 @@ def test_the_periodic_jobs_do_what_cron_did(acme):
 
     ClickFactory(workspace=acme, link__workspace=acme)
     assert roll_up(timestamp=0)["clicks_click"] is not None
-    IdempotencyKey.objects.create(workspace=acme, key="old", request_digest="x", created_at=timezone.now() - timedelta(days=2))
+    IdempotencyKey.objects.create(
+        workspace=acme, key="old", request_digest="x", created_at=timezone.now() - timedelta(days=2)
+    )
     assert idempotency_purge(timestamp=0) == 1
-    EnrollmentFactory(campaign=CampaignFactory(workspace=acme), customer=CustomerFactory(workspace=acme),
-                      state="pending", confirm_by=timezone.now() - timedelta(minutes=1))
+    EnrollmentFactory(
+        campaign=CampaignFactory(workspace=acme),
+        customer=CustomerFactory(workspace=acme),
+        state="pending",
+        confirm_by=timezone.now() - timedelta(minutes=1),
+    )
     assert expire_pending(timestamp=0) == 1
     assert clear_sessions(timestamp=0) == 0

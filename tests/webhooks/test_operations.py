@@ -1,4 +1,5 @@
 """What an operator sees: a receiver down for a while, a worker gone, a job that keeps crashing."""
+
 import logging
 
 import pytest
@@ -45,8 +46,10 @@ def test_with_no_worker_the_api_answers_and_events_wait_in_the_outbox(acme, rece
     for n in range(3):
         click = ClickFactory(workspace=acme, link__workspace=acme)
         response = Client().post(
-            "/api/v1/conversions", {"event": "lead", "click_id": click.click_id, "customer": {"email": f"p{n}@example.com"}},
-            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
+            "/api/v1/conversions",
+            {"event": "lead", "click_id": click.click_id, "customer": {"email": f"p{n}@example.com"}},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}",
         )
         assert response.status_code == 201
     assert Event.objects.filter(dispatched_at__isnull=True).count() == 3 and receiver.received == []
@@ -63,7 +66,15 @@ def test_a_crashing_job_logs_one_line_a_failure_and_gives_up_after_the_retry_win
     assert decision.retry_at is not None
     (line,) = caplog.records
     assert line.getMessage() == "webhook job failed" and (line.task, line.attempt, line.error) == (
-        "webhooks.dispatch", 4, "KeyError")
-    assert DeliveryRetry().get_retry_decision(exception=KeyError("boom"), job=Job(**{**job.__dict__, "attempts": 60})) is None
+        "webhooks.dispatch",
+        4,
+        "KeyError",
+    )
+    assert (
+        DeliveryRetry().get_retry_decision(exception=KeyError("boom"), job=Job(**{**job.__dict__, "attempts": 60}))
+        is None
+    )
     # a delivery's own retries are the delivery's business, and log their own line (webhooks/delivery.py)
-    assert DeliveryRetry().get_retry_decision(exception=RetryAt(decision.retry_at), job=job).retry_at == decision.retry_at
+    assert (
+        DeliveryRetry().get_retry_decision(exception=RetryAt(decision.retry_at), job=job).retry_at == decision.retry_at
+    )

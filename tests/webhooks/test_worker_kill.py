@@ -1,4 +1,5 @@
 """A worker killed in the middle of a delivery: the event is delivered again later, with the same webhook-id."""
+
 import asyncio
 import os
 import signal
@@ -27,7 +28,10 @@ def test_a_delivery_cut_by_a_killed_worker_is_delivered_again(acme, receiver, se
     env = {**os.environ, "DATABASE_URL": database_url(), "WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "1", "LOG_LEVEL": "WARNING"}
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "procrastinate", "worker", "--queues", "webhooks", "--concurrency", "1"],
-        cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 30
@@ -44,6 +48,7 @@ def test_a_delivery_cut_by_a_killed_worker_is_delivered_again(acme, receiver, se
     time.sleep(1.5)
     receiver.hold = 0
     with app.replace_connector(app.connector.get_worker_connector()) as worker_app:
+
         async def retry() -> int:
             async with worker_app.open_async():
                 return await stalled_jobs_retry(worker_app.job_manager, seconds=1)

@@ -1,4 +1,5 @@
 """Allowed origins of the pixel's endpoint: parsed as a browser writes `Origin`, matched per line."""
+
 import pytest
 
 from lftrack.errors import Unprocessable
@@ -13,7 +14,7 @@ from workspaces.services import (
 
 
 @pytest.mark.parametrize(
-    "value, origin",
+    ("value", "origin"),
     [
         ("https://shop.example.com", "https://shop.example.com"),
         ("  https://Shop.Example.com/ ", "https://shop.example.com"),

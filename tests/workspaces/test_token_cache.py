@@ -1,4 +1,5 @@
 """Each process keeps the tokens it looked up while the token generation in Redis stands; a revocation replaces it."""
+
 import logging
 import socket
 import time
@@ -12,7 +13,11 @@ from lftrack.sharedcache import redis_cache
 from tests.factories import ApiTokenFactory
 from workspaces.models import ApiToken
 from workspaces.services import (
-    api_token_authenticate, api_token_create, api_token_revoke, workspace_origin_allow, workspace_settings_update,
+    api_token_authenticate,
+    api_token_create,
+    api_token_revoke,
+    workspace_origin_allow,
+    workspace_settings_update,
 )
 
 pytestmark = pytest.mark.django_db
@@ -122,11 +127,15 @@ def test_a_copy_carries_the_test_flag_and_the_currency_and_a_settings_change_is_
     served = looked_up(secret, django_assert_num_queries, 0)
     assert (served.is_test, served.workspace.currency) == (True, acme.currency)
     with django_capture_on_commit_callbacks(execute=True):
-        workspace_settings_update(workspace=acme, name=acme.name, allowed_origins="https://shop.example.com",
-                                  currency="JPY")
+        workspace_settings_update(
+            workspace=acme, name=acme.name, allowed_origins="https://shop.example.com", currency="JPY"
+        )
     served = looked_up(secret, django_assert_num_queries, 1)
     assert (served.is_test, served.workspace.currency, served.workspace.allowed_origins) == (
-        True, "JPY", "https://shop.example.com")
+        True,
+        "JPY",
+        "https://shop.example.com",
+    )
     with django_capture_on_commit_callbacks(execute=True):
         workspace_origin_allow(workspace=acme, origin="https://blog.example.com")
     served = looked_up(secret, django_assert_num_queries, 1)

@@ -1,5 +1,6 @@
 """Token scopes: a token created with scopes may do only those; one created without (and every token made
 before scopes) may do everything. A missing scope is 403 `forbidden` and changes nothing."""
+
 import json
 from io import StringIO
 
@@ -74,7 +75,13 @@ def test_the_cli_creates_scoped_tokens(api, acme, doors):
     assert api.post(path, body, token=printed["token"]).status_code == 403
     out = StringIO()
     call_command("token", "create", "acme", stdout=out)
-    assert json.loads(out.getvalue())["scopes"] == ["conversions:write", "leads:write", "email_events:write", "read", "webhooks"]
+    assert json.loads(out.getvalue())["scopes"] == [
+        "conversions:write",
+        "leads:write",
+        "email_events:write",
+        "read",
+        "webhooks",
+    ]
 
 
 def test_every_routed_action_of_a_token_view_names_its_scope():
@@ -89,7 +96,8 @@ def test_every_routed_action_of_a_token_view_names_its_scope():
             yield from routes(pattern.url_patterns) if hasattr(pattern, "url_patterns") else [pattern.callback]
 
     unnamed = [
-        (view.cls.__name__, action) for view in routes(get_resolver().url_patterns)
+        (view.cls.__name__, action)
+        for view in routes(get_resolver().url_patterns)
         if HasWorkspaceToken in getattr(getattr(view, "cls", None), "permission_classes", [])
         for action in (getattr(view, "actions", None) or {}).values()
         if action not in getattr(view.cls, "required_scopes", {})

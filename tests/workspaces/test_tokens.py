@@ -1,4 +1,5 @@
 """API tokens: shown once, stored hashed, every 401 case, revocation, last-used throttling."""
+
 import hashlib
 from datetime import timedelta
 

@@ -7,118 +7,197 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('workspaces', '0003_token_scopes'),
+        ("workspaces", "0003_token_scopes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Endpoint',
+            name="Endpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.CharField(max_length=2048)),
-                ('description', models.CharField(blank=True, default='', max_length=200)),
-                ('event_types', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=40), size=None)),
-                ('enabled', models.BooleanField(default=True)),
-                ('test', models.BooleanField(default=False)),
-                ('secret', models.TextField()),
-                ('previous_secret', models.TextField(blank=True, default='')),
-                ('previous_secret_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('failures_in_row', models.PositiveIntegerField(default=0)),
-                ('failing_since', models.DateTimeField(blank=True, null=True)),
-                ('disabled_at', models.DateTimeField(blank=True, null=True)),
-                ('disabled_reason', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('workspace', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("url", models.CharField(max_length=2048)),
+                ("description", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "event_types",
+                    django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=40), size=None),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                ("test", models.BooleanField(default=False)),
+                ("secret", models.TextField()),
+                ("previous_secret", models.TextField(blank=True, default="")),
+                ("previous_secret_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("failures_in_row", models.PositiveIntegerField(default=0)),
+                ("failing_since", models.DateTimeField(blank=True, null=True)),
+                ("disabled_at", models.DateTimeField(blank=True, null=True)),
+                ("disabled_reason", models.CharField(blank=True, default="", max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.workspace",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Delivery',
+            name="Delivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('delivered', 'Delivered'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('queued_at', models.DateTimeField()),
-                ('last_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('workspace', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
-                ('endpoint', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='webhooks.endpoint')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("delivered", "Delivered"), ("failed", "Failed")],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("queued_at", models.DateTimeField()),
+                ("last_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.workspace",
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="webhooks.endpoint",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'deliveries',
+                "verbose_name_plural": "deliveries",
             },
         ),
         migrations.CreateModel(
-            name='Attempt',
+            name="Attempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('started_at', models.DateTimeField()),
-                ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('duration_ms', models.PositiveIntegerField()),
-                ('response_excerpt', models.CharField(blank=True, default='', max_length=1000)),
-                ('error', models.CharField(blank=True, default='', max_length=300)),
-                ('ok', models.BooleanField(default=False)),
-                ('workspace', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
-                ('delivery', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempt_log', to='webhooks.delivery')),
-                ('endpoint', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='webhooks.endpoint')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("started_at", models.DateTimeField()),
+                ("status_code", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("duration_ms", models.PositiveIntegerField()),
+                ("response_excerpt", models.CharField(blank=True, default="", max_length=1000)),
+                ("error", models.CharField(blank=True, default="", max_length=300)),
+                ("ok", models.BooleanField(default=False)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.workspace",
+                    ),
+                ),
+                (
+                    "delivery",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="attempt_log", to="webhooks.delivery"
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="webhooks.endpoint",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.UUIDField(db_default=django.contrib.postgres.functions.RandomUUID(), editable=False, unique=True)),
-                ('type', models.CharField(max_length=40)),
-                ('test', models.BooleanField(default=False)),
-                ('subject_id', models.BigIntegerField()),
-                ('customer_id', models.BigIntegerField(blank=True, null=True)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('data', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField()),
-                ('dispatched_at', models.DateTimeField(blank=True, null=True)),
-                ('workspace', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='workspaces.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "uid",
+                    models.UUIDField(
+                        db_default=django.contrib.postgres.functions.RandomUUID(), editable=False, unique=True
+                    ),
+                ),
+                ("type", models.CharField(max_length=40)),
+                ("test", models.BooleanField(default=False)),
+                ("subject_id", models.BigIntegerField()),
+                ("customer_id", models.BigIntegerField(blank=True, null=True)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("data", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField()),
+                ("dispatched_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="workspaces.workspace",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='delivery',
-            name='event',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='webhooks.event'),
+            model_name="delivery",
+            name="event",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="deliveries",
+                to="webhooks.event",
+            ),
         ),
         migrations.AddIndex(
-            model_name='endpoint',
-            index=models.Index(condition=models.Q(('enabled', True)), fields=['workspace'], name='webhooks_endpoint_enabled'),
+            model_name="endpoint",
+            index=models.Index(
+                condition=models.Q(("enabled", True)), fields=["workspace"], name="webhooks_endpoint_enabled"
+            ),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['endpoint', '-id'], name='webhooks_attempt_log'),
+            model_name="attempt",
+            index=models.Index(fields=["endpoint", "-id"], name="webhooks_attempt_log"),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['workspace', '-id'], name='webhooks_event_recent'),
+            model_name="event",
+            index=models.Index(fields=["workspace", "-id"], name="webhooks_event_recent"),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(condition=models.Q(('dispatched_at__isnull', True)), fields=['id'], name='webhooks_event_undispatched'),
+            model_name="event",
+            index=models.Index(
+                condition=models.Q(("dispatched_at__isnull", True)), fields=["id"], name="webhooks_event_undispatched"
+            ),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['created_at'], name='webhooks_event_age'),
+            model_name="event",
+            index=models.Index(fields=["created_at"], name="webhooks_event_age"),
         ),
         migrations.AddIndex(
-            model_name='delivery',
-            index=models.Index(fields=['endpoint', 'state'], name='webhooks_delivery_by_endpoint'),
+            model_name="delivery",
+            index=models.Index(fields=["endpoint", "state"], name="webhooks_delivery_by_endpoint"),
         ),
         migrations.AddConstraint(
-            model_name='delivery',
-            constraint=models.UniqueConstraint(fields=('event', 'endpoint'), name='webhooks_delivery_one_per_endpoint'),
+            model_name="delivery",
+            constraint=models.UniqueConstraint(fields=("event", "endpoint"), name="webhooks_delivery_one_per_endpoint"),
         ),
         migrations.AddConstraint(
-            model_name='delivery',
-            constraint=models.CheckConstraint(condition=models.Q(('state__in', ['pending', 'delivered', 'failed'])), name='webhooks_delivery_state_valid'),
+            model_name="delivery",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("state__in", ["pending", "delivered", "failed"])),
+                name="webhooks_delivery_state_valid",
+            ),
         ),
     ]

@@ -4,19 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('webhooks', '0001_initial'),
-        ('workspaces', '0004_currency_test_tokens'),
+        ("webhooks", "0001_initial"),
+        ("workspaces", "0004_currency_test_tokens"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='event',
-            name='webhooks_event_undispatched',
+            model_name="event",
+            name="webhooks_event_undispatched",
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(condition=models.Q(('dispatched_at__isnull', True)), fields=['workspace', 'id'], name='webhooks_event_undispatched'),
+            model_name="event",
+            index=models.Index(
+                condition=models.Q(("dispatched_at__isnull", True)),
+                fields=["workspace", "id"],
+                name="webhooks_event_undispatched",
+            ),
         ),
     ]

@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workspaces', '0002_invitations'),
+        ("workspaces", "0002_invitations"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='apitoken',
-            name='scopes',
-            field=models.CharField(blank=True, db_default='', default='', max_length=200),
+            model_name="apitoken",
+            name="scopes",
+            field=models.CharField(blank=True, db_default="", default="", max_length=200),
         ),
     ]

@@ -1,4 +1,5 @@
 """`manage.py campaign create|add-email|activate-email|enroll|stop|pause|resume` (README, "Operator CLI")."""
+
 from django.core.management.base import CommandError
 
 from campaigns.api import enrollment_out, lead_out
@@ -37,7 +38,9 @@ class Command(JsonCommand):
         add.add_argument("slug")
         add.add_argument("--subject", required=True)
         add.add_argument("--body", required=True)
-        add.add_argument("--delay-minutes", type=int, required=True, help="counted from enrollment or the previous send")
+        add.add_argument(
+            "--delay-minutes", type=int, required=True, help="counted from enrollment or the previous send"
+        )
         add.add_argument("--inactive", action="store_true", help="add it switched off; activate-email turns it on")
 
         activate = sub.add_parser("activate-email", help="Switch a sequence email on and schedule who waits for it.")
@@ -45,7 +48,9 @@ class Command(JsonCommand):
         activate.add_argument("slug")
         activate.add_argument("position", type=int, help="the step's position in the sequence (1, 2, ...)")
 
-        enroll = sub.add_parser("enroll", help="Enroll an address, as POST /campaigns/<slug>/leads does (single opt-in).")
+        enroll = sub.add_parser(
+            "enroll", help="Enroll an address, as POST /campaigns/<slug>/leads does (single opt-in)."
+        )
         enroll.add_argument("workspace")
         enroll.add_argument("slug")
         enroll.add_argument("email")

@@ -5,6 +5,7 @@ are derived from SECRET_KEY and a generation, the number of demo tokens revoked 
 revokes the token (one more generation) and sets the derived password of the next one. A password
 changed in the back office is kept, and then not printed.
 """
+
 import base64
 import json
 import shlex

@@ -1,4 +1,5 @@
 """`manage.py email_hooks create WORKSPACE [--signing-key PROVIDER=KEY]`: the email providers' webhook URLs."""
+
 import argparse
 
 from campaigns.provider_hooks import provider_hook_create, provider_hook_urls
@@ -22,7 +23,11 @@ class Command(JsonCommand):
         )
         create.add_argument("workspace")
         create.add_argument(
-            "--signing-key", type=_pair, action="append", default=[], metavar="PROVIDER=KEY",
+            "--signing-key",
+            type=_pair,
+            action="append",
+            default=[],
+            metavar="PROVIDER=KEY",
             help="the key a provider signs its webhooks with (mailgun: its HTTP webhook signing key)",
         )
 

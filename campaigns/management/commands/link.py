@@ -1,5 +1,6 @@
 """`manage.py link create WORKSPACE DESTINATION_URL [--post TITLE] [--campaign SLUG]` (here, not in clicks: it may
 put the post in a campaign)."""
+
 from campaigns.cli import campaign_from_arg
 from campaigns.services import campaign_link_create
 from lftrack.cli import JsonCommand

@@ -1,4 +1,5 @@
 """`manage.py send_due_emails [--once]`: the sequence sender (campaigns/sending.py), as a worker or one pass."""
+
 import json
 import signal
 import threading
@@ -12,7 +13,7 @@ from campaigns.sending import BATCH_SIZE, run_pass, sender_run
 class Command(BaseCommand):
     help = (
         "Mail due sequence emails. Runs until SIGTERM or SIGINT (the batch in hand is finished, exit 0), "
-        "or one pass with --once. Prints {\"sent\", \"deferred\", \"skipped\"}: of the pass, or the totals at exit."
+        'or one pass with --once. Prints {"sent", "deferred", "skipped"}: of the pass, or the totals at exit.'
     )
 
     def add_arguments(self, parser) -> None:

@@ -1,4 +1,5 @@
 """`manage.py suppress WORKSPACE EMAIL --reason unsubscribed|bounced|complained` (README, "Operator CLI")."""
+
 from django.core.management.base import CommandError
 
 from campaigns.models import Suppression

@@ -1,4 +1,5 @@
 """`manage.py idempotency purge`: delete Idempotency-Key records past their 24 hours (run it from cron)."""
+
 from conversions.services import idempotency_keys_purge
 from lftrack.cli import JsonCommand
 

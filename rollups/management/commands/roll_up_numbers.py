@@ -1,4 +1,5 @@
 """`manage.py roll_up_numbers [--rebuild]`: add new clicks, events and campaign leads into the admin's totals."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -16,8 +17,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--rebuild", action="store_true", help="drop the totals and recount every row")
-        parser.add_argument("--wait", type=float, default=WRITER_WAIT_SECONDS,
-                            help="seconds to wait for open inserts below the newest row before skipping a table")
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=WRITER_WAIT_SECONDS,
+            help="seconds to wait for open inserts below the newest row before skipping a table",
+        )
 
     def handle(self, *args, rebuild: bool, wait: float, **options) -> None:
         if not 0 <= wait <= 600:

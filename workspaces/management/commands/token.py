@@ -1,4 +1,5 @@
 """`manage.py token create WORKSPACE [--name NAME] [--scope SCOPE ...] [--test]` and `manage.py token revoke WORKSPACE TOKEN_ID`."""
+
 from lftrack.cli import JsonCommand
 from workspaces.cli import workspace_from_arg
 from workspaces.models import ApiToken
@@ -13,11 +14,15 @@ class Command(JsonCommand):
         create.add_argument("workspace")
         create.add_argument("--name", default="CLI token")
         create.add_argument(
-            "--scope", action="append", default=[], choices=ApiToken.Scope.values,
+            "--scope",
+            action="append",
+            default=[],
+            choices=ApiToken.Scope.values,
             help="what the token may do (repeat it); without any, everything",
         )
         create.add_argument(
-            "--test", action="store_true",
+            "--test",
+            action="store_true",
             help="a test token (lf_test_...): what it records is test data, kept out of numbers, mail and live webhooks",
         )
         revoke = sub.add_parser("revoke", help="Revoke a token.")
@@ -26,7 +31,11 @@ class Command(JsonCommand):
 
     def do_create(self, *, workspace: str, name: str, scope: list[str], test: bool, **_) -> dict:
         issued = api_token_create(workspace=workspace_from_arg(workspace), name=name, scopes=scope, test=test)
-        return {"id": issued.token.pk, "token": issued.secret, "scopes": issued.token.scopes.split() or ApiToken.Scope.values}
+        return {
+            "id": issued.token.pk,
+            "token": issued.secret,
+            "scopes": issued.token.scopes.split() or ApiToken.Scope.values,
+        }
 
     def do_revoke(self, *, workspace: str, token_id: int, **_) -> dict:
         token = api_token_revoke(workspace=workspace_from_arg(workspace), token_id=token_id)

@@ -1,4 +1,5 @@
 """`manage.py user create USERNAME --email E [--password-stdin]`: an account, for `workspace create --owner`."""
+
 import getpass
 import sys
 

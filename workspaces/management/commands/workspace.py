@@ -1,4 +1,5 @@
 """`manage.py workspace create SLUG [--name NAME] [--owner USERNAME]`, `workspace allow-origin WORKSPACE ORIGIN`."""
+
 from lftrack.cli import JsonCommand
 from workspaces.cli import workspace_from_arg
 from workspaces.services import workspace_create, workspace_origin_allow, workspace_origins
