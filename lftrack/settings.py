@@ -372,7 +372,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["lftrack.api.JSONObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "lftrack.api.JSONOnlyNegotiation",
-    "EXCEPTION_HANDLER": "lftrack.errors.exception_handler",
+    "EXCEPTION_HANDLER": "lftrack.ratelimit.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": [],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

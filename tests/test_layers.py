@@ -1,4 +1,5 @@
-"""Apps import one way (README, "Layout"): every module's imports, read from its source, obey the layers."""
+"""Apps import one way (README, "Layout"): every module's imports, read from its source, obey the layers, and no
+module reaches itself through its imports."""
 
 import ast
 from pathlib import Path
@@ -41,6 +42,62 @@ def imported_packages(source: str) -> set[str]:
     return found & PACKAGES
 
 
+def imported_modules(name: str, source: str, known: set[str]) -> set[str]:
+    """The project modules (of `known`, dotted names) that module `name` imports, at any depth; `from pkg import mod`
+    names the module, `from pkg import thing` the package."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, one level up per extra dot
+                package = name.split(".")[: -node.level]
+                base = ".".join([*package, *([base] if base else [])])
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:  # `import a.b.c` of a package: the nearest module that exists
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other in a loop (strongly connected components of two or more), each
+    sorted, by Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
 def violations(package: str, source: str) -> set[str]:
     return imported_packages(source) - ALLOWED[package] - {package}
 
@@ -58,6 +115,34 @@ def modules() -> list[Path]:
 def test_module_imports_only_down_the_layers(path):
     package = path.relative_to(ROOT).parts[0]
     assert violations(package, path.read_text()) == set()
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_module_reaches_itself_through_its_imports():
+    """A loop (a imports b, which imports a, even lazily inside a function) makes the import order matter and
+    the two one module in all but name; lazy imports are read too, as the layers are."""
+    paths = [path for package in PACKAGES for path in (ROOT / package).rglob("*.py") if "migrations" not in path.parts]
+    sources = {module_name(path): path.read_text() for path in paths}
+    graph = {name: imported_modules(name, source, set(sources)) for name, source in sources.items()}
+    assert cycles(graph) == []
+
+
+@pytest.mark.parametrize(
+    ("sources", "found"),
+    [
+        ({"a.x": "from a.y import f", "a.y": "def g():\n    from a.x import h\n"}, [["a.x", "a.y"]]),
+        ({"a.x": "from a import y", "a.y": "import a.z", "a.z": "from . import x", "a": ""}, [["a.x", "a.y", "a.z"]]),
+        ({"a.x": "from a.y import f", "a.y": "import a.z.w", "a.z": ""}, []),
+        ({"a": "", "a.x": "from a import y", "a.y": "from a import CONSTANT"}, []),
+    ],
+)
+def test_an_import_loop_is_caught(sources, found):
+    graph = {name: imported_modules(name, source, set(sources)) for name, source in sources.items()}
+    assert cycles(graph) == found
 
 
 def test_every_package_is_checked():
