@@ -15,22 +15,12 @@ from campaigns.complaints import EVENT_TYPES, email_event_record
 from campaigns.models import Enrollment, Suppression
 from campaigns.selectors import enrollments_page
 from campaigns.services import LeadOutcome, LeadResult, campaign_get, campaign_lead_add
-from lftrack.api import (
-    PAGE_ERRORS,
-    READ_LIMITS,
-    StrictCharField,
-    StrictChoiceField,
-    StrictEmailField,
-    iso_utc,
-    optional,
-    page_out,
-    page_position,
-    parse,
-    request_json,
-)
 from lftrack.errors import Unprocessable
+from lftrack.fields import StrictCharField, StrictChoiceField, StrictEmailField, iso_utc, optional
 from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, page_of, string_messages
-from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
+from lftrack.pagination import PAGE_ERRORS, page_out, page_position
+from lftrack.parsers import parse, request_json
+from lftrack.ratelimit import READ_LIMITS, Limit, ip_key, rate_limit, token_key
 
 # Every request counts, whatever its outcome (docs/api.md, rate limits).
 LEADS_PER_TOKEN = Limit("campaign-leads-token", token_key, "RATELIMIT_CAMPAIGN_LEADS_TOKEN")

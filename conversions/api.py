@@ -32,12 +32,10 @@ from conversions.services import (
     pixel_lead_record,
     request_digest,
 )
-from lftrack.api import (
-    PAGE_ERRORS,
-    READ_LIMITS,
+from lftrack.currencies import MONEY_MAX, currency_code
+from lftrack.errors import Forbidden, Unprocessable
+from lftrack.fields import (
     JSONObjectField,
-    JSONObjectParser,
-    PlainTextJSONParser,
     StrictCharField,
     StrictChoiceField,
     StrictEmailField,
@@ -46,15 +44,7 @@ from lftrack.api import (
     aware_utc,
     iso_utc,
     optional,
-    page_out,
-    page_position,
-    parse,
-    query_int,
-    query_time,
-    request_json,
 )
-from lftrack.currencies import MONEY_MAX, currency_code
-from lftrack.errors import Forbidden, Unprocessable
 from lftrack.openapi import (
     PAGE_PARAMETERS,
     PagedAutoSchema,
@@ -63,7 +53,9 @@ from lftrack.openapi import (
     page_of,
     string_messages,
 )
-from lftrack.ratelimit import Limit, ip_key, limits_enforce, rate_limit, token_key
+from lftrack.pagination import PAGE_ERRORS, page_out, page_position, query_int, query_time
+from lftrack.parsers import JSONObjectParser, PlainTextJSONParser, parse, request_json
+from lftrack.ratelimit import READ_LIMITS, Limit, ip_key, limits_enforce, rate_limit, token_key
 from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
 from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
 

@@ -15,10 +15,11 @@ from conversions.models import ConversionEvent, Refund
 from conversions.selectors import customer_totals
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_reference, customers_page
-from lftrack.api import PAGE_ERRORS, READ_LIMITS, cursor_encode, iso_utc, optional, page_out, page_position
 from lftrack.errors import NotFound, Unprocessable
+from lftrack.fields import iso_utc, optional
 from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, page_of
-from lftrack.ratelimit import rate_limit
+from lftrack.pagination import PAGE_ERRORS, cursor_encode, page_out, page_position
+from lftrack.ratelimit import READ_LIMITS, rate_limit
 
 SEARCH_MAX = 200
 

@@ -28,11 +28,12 @@ from conversions.refunds import (
     refund_record,
 )
 from conversions.services import Answer, idempotency_key_check, idempotent_answer, request_digest
-from lftrack.api import StrictCharField, StrictIntegerField, iso_utc, optional, parse, request_json
 from lftrack.currencies import MONEY_MAX
 from lftrack.db import as_id
 from lftrack.errors import NotFound
+from lftrack.fields import StrictCharField, StrictIntegerField, iso_utc, optional
 from lftrack.openapi import error_responses, string_messages
+from lftrack.parsers import parse, request_json
 from lftrack.ratelimit import rate_limit
 
 AMOUNT_ERROR = "amount_cents must be a positive integer"

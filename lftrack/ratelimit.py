@@ -87,6 +87,10 @@ class Limit:
     setting: str  # the settings name holding the rate, read per request so operators and tests can change it
 
 
+# The read API's limits (GET /api/v1/...): per token, and per address counting refused credentials too, as for the writes.
+READ_LIMITS = (Limit("reads-token", token_key, "RATELIMIT_READ_TOKEN"), Limit("reads-ip", ip_key, "RATELIMIT_READ_IP"))
+
+
 class CircuitBreaker:
     """Stops calling a cache that keeps failing: after `threshold` failures in a row, no call for `pause`
     seconds, then one call tries again. A hung Redis otherwise costs every request its socket timeout

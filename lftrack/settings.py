@@ -369,9 +369,9 @@ X_FRAME_OPTIONS = "DENY"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["workspaces.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["workspaces.auth.HasWorkspaceToken"],
-    "DEFAULT_PARSER_CLASSES": ["lftrack.api.JSONObjectParser"],
+    "DEFAULT_PARSER_CLASSES": ["lftrack.parsers.JSONObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "lftrack.api.JSONOnlyNegotiation",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "lftrack.parsers.JSONOnlyNegotiation",
     "EXCEPTION_HANDLER": "lftrack.ratelimit.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": [],

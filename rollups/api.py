@@ -17,10 +17,10 @@ from rest_framework.response import Response
 from campaigns.models import Campaign
 from clicks.models import Link, Post
 from conversions.customers_api import RevenueOut
-from lftrack.api import READ_LIMITS, query_int
 from lftrack.errors import Forbidden, NotFound, Unprocessable
 from lftrack.openapi import PagedAutoSchema, error_responses
-from lftrack.ratelimit import rate_limit
+from lftrack.pagination import query_int
+from lftrack.ratelimit import READ_LIMITS, rate_limit
 from rollups.selectors import GROUPS, daily_numbers
 
 DEFAULT_DAYS = 30

@@ -12,21 +12,19 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from lftrack.api import (
-    READ_LIMITS,
+from lftrack.db import as_id
+from lftrack.errors import NotFound
+from lftrack.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
     StrictStringListField,
     iso_utc,
     optional,
-    parse,
-    request_json,
 )
-from lftrack.db import as_id
-from lftrack.errors import NotFound
 from lftrack.openapi import PagedAutoSchema, error_responses, string_messages
-from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
+from lftrack.parsers import parse, request_json
+from lftrack.ratelimit import READ_LIMITS, Limit, ip_key, rate_limit, token_key
 from webhooks.events import EVENT_TYPES
 from webhooks.models import Endpoint
 from webhooks.services import (

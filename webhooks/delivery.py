@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from lftrack.api import iso_utc
+from lftrack.fields import iso_utc
 from webhooks import network
 from webhooks.models import Attempt, Delivery, Endpoint, Event
 from webhooks.outbox import deliveries_queue
