@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from campaigns.models import Campaign
 from clicks.models import Link, Post
-from conversions.customers_api import RevenueOut
+from conversions.customers_openapi import RevenueOut
 from lftrack.errors import Forbidden, NotFound, Unprocessable
 from lftrack.openapi import PagedAutoSchema, error_responses
 from lftrack.pagination import query_int
