@@ -29,14 +29,9 @@ from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
 from workspaces.models import ApiToken, Invitation, Membership, Workspace
-from workspaces.services import (
-    allowed_origins_parse,
-    api_token_create,
-    api_token_revoke,
-    membership_remove,
-    membership_set,
-    workspace_settings_update,
-)
+from workspaces.origins import allowed_origins_parse
+from workspaces.services import membership_remove, membership_set, workspace_settings_update
+from workspaces.tokens import api_token_create, api_token_revoke
 
 
 def pixel_snippet(workspace: Workspace) -> str:

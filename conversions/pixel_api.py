@@ -17,7 +17,7 @@ from lftrack.fields import StrictCharField, StrictChoiceField, StrictEmailField,
 from lftrack.parsers import JSONObjectParser, PlainTextJSONParser, parse, request_json
 from lftrack.ratelimit import Limit, ip_key, limits_enforce
 from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
-from workspaces.services import origin_allowed_anywhere, workspace_origin_allowed
+from workspaces.origins import origin_allowed_anywhere, workspace_origin_allowed
 
 
 class BrowserCustomerInput(serializers.Serializer):

@@ -265,7 +265,7 @@ for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them 
     ):
         raise ImproperlyConfigured(f"{_name} must be a rate like 600/m (N/s, N/m, N/h, N/d), got {_rate!r}")
 # Seconds a process may keep an API token it looked up, while the token generation in Redis says no token
-# was revoked since (workspaces/services.py); 0 reads the database on every request. Without Redis
+# was revoked since (workspaces/tokens.py); 0 reads the database on every request. Without Redis
 # nothing is kept. A revocation that cannot reach Redis waits this long before it returns.
 TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 10)
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.

@@ -28,7 +28,7 @@ from tests.factories import (
     EnrollmentFactory,
     SuppressionFactory,
 )
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "openapi.json"
 REFRESH = "make openapi"

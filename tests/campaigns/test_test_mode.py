@@ -18,7 +18,7 @@ from tests.conftest import run_in_threads
 from tests.factories import EndpointFactory
 from webhooks.models import Event
 from webhooks.outbox import events_dispatch
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 LEADS = "/api/v1/campaigns/spring/leads"

@@ -20,7 +20,7 @@ from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory,
 from webhooks.models import Delivery, Event
 from webhooks.outbox import events_dispatch
 from workspaces.models import ApiToken
-from workspaces.services import api_token_authenticate, api_token_create
+from workspaces.tokens import api_token_authenticate, api_token_create
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/conversions"
