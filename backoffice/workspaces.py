@@ -11,17 +11,10 @@ from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from backoffice.scoping import (
-    NOBODY,
-    OWNERS,
-    OnceForm,
-    ServiceFormAdmin,
-    WorkspaceChoiceForm,
-    WorkspaceScopedAdmin,
-    is_superuser,
-    visible_workspaces,
-    when,
-)
+from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin
+from backoffice.display import when
+from backoffice.forms import OnceForm, WorkspaceChoiceForm
+from backoffice.scoping import NOBODY, OWNERS, is_superuser, visible_workspaces
 from conversions.selectors import test_data_of
 from conversions.services import workspace_test_data_delete
 from lftrack.currencies import MINOR_UNITS
