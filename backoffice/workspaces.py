@@ -15,8 +15,7 @@ from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin
 from backoffice.display import when
 from backoffice.forms import OnceForm, WorkspaceChoiceForm
 from backoffice.scoping import NOBODY, OWNERS, is_superuser, visible_workspaces
-from conversions.selectors import test_data_of
-from conversions.services import workspace_test_data_delete
+from conversions.testdata import test_data_of, workspace_test_data_delete
 from lftrack.currencies import MINOR_UNITS
 from lftrack.db import as_id
 from lftrack.errors import ServiceError

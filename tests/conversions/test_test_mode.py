@@ -11,7 +11,7 @@ from django.core.management import call_command
 from campaigns.models import CampaignLead, EmailSend, Enrollment
 from campaigns.sending import run_pass
 from conversions.models import ConversionEvent, Refund
-from conversions.services import workspace_test_data_delete
+from conversions.testdata import workspace_test_data_delete
 from customers.models import Customer
 from rollups.selectors import daily_numbers, money_of
 from rollups.services import numbers_roll_up
