@@ -72,7 +72,6 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
-    # First: its templates (admin/base_site.html, ...) override django.contrib.admin's.
     "backoffice",
     "backoffice.apps.BackOfficeAdminConfig",  # django.contrib.admin with our site (backoffice/site.py)
     "django.contrib.auth",
@@ -137,7 +136,9 @@ WSGI_APPLICATION = "lftrack.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],  # templates live in their apps, and ship in the wheel
+        # The project's own (base pages, admin overrides, emails, error pages) in templates/, ahead of every app's;
+        # an app's own pages in the app. Both ship in the wheel (pyproject.toml; .ci/run checks the installed one).
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
