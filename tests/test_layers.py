@@ -2,6 +2,7 @@
 module reaches itself through its imports."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,43 @@ def test_no_module_reaches_itself_through_its_imports():
 def test_an_import_loop_is_caught(sources, found):
     graph = {name: imported_modules(name, source, set(sources)) for name, source in sources.items()}
     assert cycles(graph) == found
+
+
+# docs/architecture.md, "Layout": a row per folder naming its modules; the names every app shares are in the
+# table above it.
+LAYOUT = ROOT / "docs" / "architecture.md"
+SHARED_NAMES = {
+    "__init__.py",
+    "apps.py",
+    "models.py",
+    "services.py",
+    "selectors.py",
+    "api.py",
+    "openapi.py",
+    "views.py",
+}
+SHARED_NAMES |= {"webhook_payloads.py", "tasks.py", "cli.py"}
+
+
+def layout_rows() -> dict[str, str]:
+    section = LAYOUT.read_text().split("## Layout", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| `(\w+)/` \| (.*) \|$", section, re.M))
+
+
+@pytest.mark.parametrize("folder", [*sorted(PACKAGES), "templates"])
+def test_the_layout_names_every_module_of_a_folder_and_nothing_else(folder):
+    """Each module or folder right under a project folder is named in its row (`pixel/lf.js` names `pixel/`), or
+    is one of the shared names; every name in the row exists."""
+    quoted = re.findall(r"`([\w./]+)`", layout_rows()[folder])
+    named = [name for name in quoted if ("." in name or name.endswith("/")) and not name.startswith("/")]
+    assert [name for name in named if not (ROOT / folder / name).exists()] == []
+    tops = {name.split("/")[0] + ("/" if "/" in name else "") for name in named}
+    present = {
+        path.name + ("/" if path.is_dir() else "")
+        for path in (ROOT / folder).iterdir()
+        if path.name not in ("migrations", "management", "templates", "static", "__pycache__")
+    }
+    assert present - tops - SHARED_NAMES == set()
 
 
 def test_every_package_is_checked():
