@@ -10,19 +10,13 @@ from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin, WorkspaceScopedStackedInline
+from backoffice.display import when
 from backoffice.exports import Column, CsvExportMixin
+from backoffice.filters import ModeFilter
+from backoffice.forms import WorkspaceChoiceForm
 from backoffice.funnel import funnel_context
-from backoffice.scoping import (
-    MEMBERS,
-    OWNERS,
-    ModeFilter,
-    ServiceFormAdmin,
-    WorkspaceChoiceForm,
-    WorkspaceScopedAdmin,
-    WorkspaceScopedStackedInline,
-    scope,
-    when,
-)
+from backoffice.scoping import MEMBERS, OWNERS, scope
 from campaigns.mail import subject_render
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.services import (

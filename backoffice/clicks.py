@@ -12,17 +12,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from backoffice.scoping import (
-    MEMBERS,
-    OWNERS,
-    OnceForm,
-    ServiceFormAdmin,
-    WorkspaceChoiceForm,
-    WorkspaceModelForm,
-    WorkspaceScopedAdmin,
-    WorkspaceScopedInline,
-    scope,
-)
+from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin, WorkspaceScopedInline
+from backoffice.forms import OnceForm, WorkspaceChoiceForm, WorkspaceModelForm
+from backoffice.scoping import MEMBERS, OWNERS, scope
 from campaigns.models import Campaign
 from campaigns.services import campaign_link_create, campaign_post_set
 from clicks.models import Link, Post

@@ -7,8 +7,10 @@ from django.db.models import OuterRef
 from django.urls import reverse
 from django.utils.html import format_html
 
+from backoffice.base import WorkspaceScopedAdmin
 from backoffice.exports import Column, CsvExportMixin
-from backoffice.scoping import MEMBERS, ModeFilter, WorkspaceScopedAdmin
+from backoffice.filters import ModeFilter
+from backoffice.scoping import MEMBERS
 from conversions.models import ConversionEvent
 from conversions.selectors import refunded_of
 from lftrack.currencies import MINOR_UNITS, amount_text

@@ -11,19 +11,14 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from backoffice.base import ServiceFormAdmin
 from backoffice.contact_page import contact_sections, suppression_row
+from backoffice.display import when
 from backoffice.exports import Column, CsvExportMixin
+from backoffice.filters import ModeFilter, titled
+from backoffice.forms import WorkspaceChoiceForm
 from backoffice.imports import ContactImportMixin
-from backoffice.scoping import (
-    MEMBERS,
-    OWNERS,
-    ModeFilter,
-    ServiceFormAdmin,
-    WorkspaceChoiceForm,
-    scope,
-    titled,
-    when,
-)
+from backoffice.scoping import MEMBERS, OWNERS, scope
 from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
 from customers.models import Customer

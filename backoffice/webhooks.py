@@ -10,16 +10,10 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from backoffice.scoping import (
-    OWNERS,
-    OnceForm,
-    ServiceFormAdmin,
-    WorkspaceChoiceForm,
-    WorkspaceScopedAdmin,
-    form_nonce_issue,
-    form_nonce_use,
-    when,
-)
+from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin
+from backoffice.display import when
+from backoffice.forms import OnceForm, WorkspaceChoiceForm, form_nonce_issue, form_nonce_use
+from backoffice.scoping import OWNERS
 from webhooks.events import EVENT_TYPES
 from webhooks.models import Attempt, Endpoint, Event
 from webhooks.services import (

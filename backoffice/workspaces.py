@@ -11,32 +11,19 @@ from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from backoffice.scoping import (
-    NOBODY,
-    OWNERS,
-    OnceForm,
-    ServiceFormAdmin,
-    WorkspaceChoiceForm,
-    WorkspaceScopedAdmin,
-    is_superuser,
-    visible_workspaces,
-    when,
-)
-from conversions.selectors import test_data_of
-from conversions.services import workspace_test_data_delete
+from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin
+from backoffice.display import when
+from backoffice.forms import OnceForm, WorkspaceChoiceForm
+from backoffice.scoping import NOBODY, OWNERS, is_superuser, visible_workspaces
+from conversions.testdata import test_data_of, workspace_test_data_delete
 from lftrack.currencies import MINOR_UNITS
 from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
 from workspaces.models import ApiToken, Invitation, Membership, Workspace
-from workspaces.services import (
-    allowed_origins_parse,
-    api_token_create,
-    api_token_revoke,
-    membership_remove,
-    membership_set,
-    workspace_settings_update,
-)
+from workspaces.origins import allowed_origins_parse
+from workspaces.services import membership_remove, membership_set, workspace_settings_update
+from workspaces.tokens import api_token_create, api_token_revoke
 
 
 def pixel_snippet(workspace: Workspace) -> str:

@@ -26,7 +26,7 @@ from django.db.models import Count
 from campaigns.models import Campaign
 from clicks.models import Click, Link
 from workspaces.models import Workspace
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 ws = Workspace.objects.get(pk=Click.objects.values("workspace_id").annotate(n=Count("*")).order_by("-n")[0]["workspace_id"])
 issued = api_token_create(workspace=ws, name="bench analytics", scopes=["read"])
 link = Link.objects.filter(workspace=ws).order_by("pk").first()

@@ -45,7 +45,8 @@ from backoffice.contact_csv import contacts_read  # noqa: E402
 from clicks.models import Click  # noqa: E402
 from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
-from workspaces.services import api_token_create, workspace_create  # noqa: E402
+from workspaces.services import workspace_create  # noqa: E402
+from workspaces.tokens import api_token_create  # noqa: E402
 
 ROWS = 1000
 

@@ -42,7 +42,7 @@ elif LEVEL in ("django", "drf"):
     from rest_framework.response import Response
 
     from conversions.api import CONVERSION_LIMITS, ConversionInput
-    from lftrack.api import parse, request_json
+    from lftrack.parsers import parse, request_json
     from lftrack.ratelimit import rate_limit
     from lftrack.views import healthz
 

@@ -48,7 +48,8 @@ from bench.seed import webhook_endpoint  # noqa: E402  (BENCH_WEBHOOK=1: an endp
 from clicks.models import Click  # noqa: E402
 from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
-from workspaces.services import api_token_create, workspace_create  # noqa: E402
+from workspaces.services import workspace_create  # noqa: E402
+from workspaces.tokens import api_token_create  # noqa: E402
 
 
 def seed(clicks: int = 2000, customers: int = 1000) -> tuple[str, list[str]]:

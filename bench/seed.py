@@ -25,7 +25,8 @@ from customers.models import Customer  # noqa: E402
 from webhooks.events import EVENT_TYPES  # noqa: E402
 from webhooks.models import Endpoint  # noqa: E402
 from webhooks.secrets import secret_new, secret_seal  # noqa: E402
-from workspaces.services import api_token_create, workspace_create  # noqa: E402
+from workspaces.services import workspace_create  # noqa: E402
+from workspaces.tokens import api_token_create  # noqa: E402
 
 
 def webhook_endpoint(workspace) -> None:

@@ -16,6 +16,7 @@ from django.core import signing
 from django.core.mail import EmailMessage
 from django.db import connection, transaction
 from django.db.models.functions import Lower
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
@@ -61,14 +62,9 @@ def confirm_token_read(token: str) -> int:
 
 def confirmation_message(enrollment: Enrollment) -> EmailMessage:
     workspace = enrollment.campaign.workspace.name or enrollment.campaign.workspace.slug
-    body = (
-        f"Someone, we hope you, asked to receive emails from {workspace} at this address.\n\n"
-        f"To confirm, open this link:\n{confirm_url(enrollment.pk)}\n\n"
-        "If it was not you, ignore this email: without a confirmation you will get nothing more from us.\n"
-    )
     return EmailMessage(
         subject=f"Confirm your subscription to {workspace}",
-        body=body,
+        body=render_to_string("emails/confirmation.txt", {"workspace": workspace, "url": confirm_url(enrollment.pk)}),
         to=[enrollment.customer.email],
         headers={"Message-ID": message_id_new()},
     )

@@ -42,11 +42,11 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from campaigns.confirmation import confirmations_send
-from campaigns.delivery import Delivery, Mailer, deliver
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.schedule import step_due_at
 from campaigns.services import enrollment_event, suppression_add
+from campaigns.smtp import Delivery, Mailer, deliver
 from campaigns.unsubscribe import unsubscribe_url
 from lftrack.errors import Unprocessable
 from lftrack.fairshare import in_turns, waiting_workspaces_sql
@@ -445,7 +445,7 @@ def _next_utc_midnight(now: datetime) -> datetime:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Deliver (campaigns/delivery.py hands the batch over and sorts the answers)
+# 2. Deliver (campaigns/smtp.py hands the batch over and sorts the answers)
 
 
 def _message(reservation: _Reservation) -> EmailMessage:

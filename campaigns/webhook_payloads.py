@@ -2,7 +2,7 @@
 
 from campaigns.api import recipient_out
 from campaigns.models import Campaign, Enrollment
-from lftrack.api import iso_utc
+from lftrack.fields import iso_utc
 
 
 def enrollment_object(event) -> dict | None:

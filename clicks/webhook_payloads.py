@@ -1,7 +1,7 @@
 """The click object of `click.created` webhooks (registered by its AppConfig.ready(); webhooks/payloads.py)."""
 
 from clicks.models import Click
-from lftrack.api import iso_utc, optional
+from lftrack.fields import iso_utc, optional
 
 
 def click_object(event) -> dict | None:

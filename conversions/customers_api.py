@@ -1,61 +1,26 @@
 """GET /api/v1/customers, /customers/{id} and /customers/{id}/activity (docs/api.md): the workspace's contacts as an
 integrator reads them back, with their totals and suppression. Here, not in `customers`, because the
-totals are conversions' and suppression is campaigns' (the apps import one way: README, "Layout")."""
+totals are conversions' and suppression is campaigns' (the apps import one way: docs/architecture.md, "Layout")."""
 
 from django.db.models import Q
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
-from rest_framework import serializers, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from campaigns.models import Enrollment, Suppression
+from campaigns.models import Enrollment
 from campaigns.selectors import suppressions_by_email
+from conversions import customers_openapi
+from conversions.customers_openapi import SEARCH_MAX
 from conversions.models import ConversionEvent, Refund
 from conversions.selectors import customer_totals
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_reference, customers_page
-from lftrack.api import PAGE_ERRORS, READ_LIMITS, cursor_encode, iso_utc, optional, page_out, page_position
 from lftrack.errors import NotFound, Unprocessable
-from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, page_of
-from lftrack.ratelimit import rate_limit
-
-SEARCH_MAX = 200
-
-
-class RevenueOut(serializers.Serializer):
-    currency = serializers.CharField(help_text="ISO 4217 code; amounts are in its minor unit.")
-    sales = serializers.IntegerField()
-    gross_cents = serializers.IntegerField()
-    refunded_cents = serializers.IntegerField()
-    net_cents = serializers.IntegerField(help_text="gross_cents - refunded_cents.")
-
-
-class TotalsOut(serializers.Serializer):
-    leads = serializers.IntegerField()
-    sales = serializers.IntegerField(help_text="In every currency together.")
-    revenue = RevenueOut(many=True, help_text="Per currency, sorted by it; never added across currencies.")
-
-
-class SuppressionOut(serializers.Serializer):
-    reason = serializers.ChoiceField(choices=Suppression.Reason.choices)
-    since = serializers.DateTimeField()
-
-
-@extend_schema_serializer(component_name="Customer")
-class CustomerOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    email = serializers.CharField(allow_null=True)
-    name = serializers.CharField(allow_null=True)
-    avatar_url = serializers.CharField(allow_null=True)
-    external_id = serializers.CharField(allow_null=True)
-    source = serializers.ChoiceField(choices=Customer.Channel.choices, help_text="How they came in.")
-    created_at = serializers.DateTimeField()
-    totals = TotalsOut()
-    suppressed = SuppressionOut(allow_null=True, help_text="Null unless the address may not be emailed.")
-
-
-CustomerPageOut = page_of(CustomerOut, "CustomerPage")
+from lftrack.fields import iso_utc, optional
+from lftrack.openapi import PagedAutoSchema
+from lftrack.pagination import cursor_encode, page_out, page_position
+from lftrack.ratelimit import READ_LIMITS, rate_limit
 
 
 def customers_out(customers: list[Customer], workspace_id: int, *, test: bool = False) -> dict[int, dict]:
@@ -80,21 +45,6 @@ def customers_out(customers: list[Customer], workspace_id: int, *, test: bool = 
             else {"reason": suppression.reason, "since": iso_utc(suppression.created_at)},
         }
     return out
-
-
-@extend_schema_serializer(component_name="ActivityItem")
-class ActivityItemOut(serializers.Serializer):
-    type = serializers.ChoiceField(
-        choices=[*CustomerActivity.Kind.values, "lead", "sale", "refund", "enrolled"],
-        help_text="created, email_added, external_id_moved_in / _out (with `other_customer_id`), suppressed, "
-        "lead or sale (a conversion), refund (of one of their sales), enrolled (a campaign enrollment, with its "
-        "state now).",
-    )
-    at = serializers.DateTimeField()
-    detail = serializers.DictField()
-
-
-ActivityPageOut = page_of(ActivityItemOut, "ActivityPage")
 
 
 def _identity_item(activity: CustomerActivity) -> dict:
@@ -173,29 +123,7 @@ class CustomerViewSet(viewsets.ViewSet):
     schema = PagedAutoSchema()
     lookup_value_regex = "[^/]+"  # our id, or ext_ and the integrator's own, which may hold dots
 
-    @extend_schema(
-        operation_id="customer_list",
-        summary="List or find customers",
-        description="The workspace's customers, newest first, a page at a time (pass `next` as `cursor`). "
-        "`email` finds one by address in any letter case, `external_id` by your own id, `search` matches a part "
-        "of the email, name or external id. A test token reads test contacts only, a live token live ones only. "
-        "Limits: 600 requests a minute per token and per client address.",
-        tags=["customers"],
-        parameters=[
-            OpenApiParameter("email", str, description="The address, in any letter case."),
-            OpenApiParameter("external_id", str, description="Your own id of the customer."),
-            OpenApiParameter(
-                "search",
-                str,
-                description=f"A part of the email, name or external id (at most {SEARCH_MAX} characters).",
-            ),
-            *PAGE_PARAMETERS,
-        ],
-        responses={
-            200: OpenApiResponse(CustomerPageOut, description="A page of customers."),
-            **error_responses(400, 401, 403, 422, 429, 500, 503, e422=["search is too long", *PAGE_ERRORS]),
-        },
-    )
+    @extend_schema(**customers_openapi.CUSTOMER_LIST)
     @rate_limit(*READ_LIMITS)
     def list(self, request) -> Response:
         params = request.query_params
@@ -209,22 +137,7 @@ class CustomerViewSet(viewsets.ViewSet):
         answers = customers_out(rows[:limit], workspace_id, test=test)
         return Response(page_out(rows, limit, lambda c: answers[c.pk], at=lambda c: c.created_at))
 
-    @extend_schema(
-        operation_id="customer_activity",
-        summary="A customer's timeline",
-        description="What happened to the customer, newest first, a page at a time (pass `next` as `cursor`): "
-        "creation, an email added, an external id moved in from or out to another customer, suppression, their "
-        "leads and sales, their enrollments.",
-        tags=["customers"],
-        parameters=[
-            OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`."),
-            *PAGE_PARAMETERS,
-        ],
-        responses={
-            200: OpenApiResponse(ActivityPageOut, description="A page of the timeline."),
-            **error_responses(400, 401, 403, 404, 422, 429, 500, 503, e404=["unknown customer"], e422=PAGE_ERRORS),
-        },
-    )
+    @extend_schema(**customers_openapi.CUSTOMER_ACTIVITY)
     @action(detail=True, methods=["get"])
     @rate_limit(*READ_LIMITS)
     def activity(self, request, pk: str) -> Response:
@@ -237,20 +150,7 @@ class CustomerViewSet(viewsets.ViewSet):
         data, last = customer_timeline(customer, after=after, limit=limit)
         return Response({"data": data, "next": None if last is None else cursor_encode(*last)})
 
-    @extend_schema(
-        operation_id="customer_retrieve",
-        summary="Read a customer",
-        description="By our id, or by yours as `ext_<external_id>`. Another workspace's customer is 404, as one "
-        "that does not exist.",
-        tags=["customers"],
-        parameters=[
-            OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")
-        ],
-        responses={
-            200: OpenApiResponse(CustomerOut, description="The customer."),
-            **error_responses(400, 401, 403, 404, 429, 500, 503, e404=["unknown customer"]),
-        },
-    )
+    @extend_schema(**customers_openapi.CUSTOMER_RETRIEVE)
     @rate_limit(*READ_LIMITS)
     def retrieve(self, request, pk: str) -> Response:
         workspace_id = request.auth.workspace_id

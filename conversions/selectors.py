@@ -4,12 +4,10 @@ from django.db import connection
 from django.db.models import BigIntegerField, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from campaigns.models import EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from customers.models import Customer
 from lftrack.db import after_keyset
-from webhooks.models import Event
 
 
 def conversions_of_customer(*, customer: Customer) -> QuerySet:
@@ -57,23 +55,6 @@ def conversions_page(
         .annotate(click_key=F("click__click_id"), refunded_cents=refunded_of(OuterRef("pk")))
         .order_by("-occurred_at", "-pk")[:limit]
     )
-
-
-def test_data_of(*, workspace_id: int) -> list[tuple[str, QuerySet]]:
-    """What the workspace's test tokens recorded, by kind, dependants before what they depend on (the order
-    "Delete test data" deletes in): refunds, conversions, a test contact's sends and enrollments, test
-    suppressions, test contacts (their activity goes with them), the events sent to test endpoints (their
-    deliveries and attempts go with them)."""
-    test = {"workspace_id": workspace_id, "is_test": True}
-    return [
-        ("refunds", Refund.objects.filter(**test)),
-        ("conversions", ConversionEvent.objects.filter(**test)),
-        ("sends", EmailSend.objects.filter(workspace_id=workspace_id, enrollment__is_test=True)),
-        ("enrollments", Enrollment.objects.filter(**test)),
-        ("suppressions", Suppression.objects.filter(**test)),
-        ("customers", Customer.objects.filter(**test)),
-        ("webhook events", Event.objects.filter(workspace_id=workspace_id, test=True)),
-    ]
 
 
 def refunded_of(sale) -> Coalesce:

@@ -16,7 +16,6 @@ from campaigns.models import Campaign, CampaignPost
 from campaigns.services import LeadResult, campaign_enroll
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent, IdempotencyKey
-from conversions.selectors import test_data_of
 from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import prepared_cursor
@@ -342,13 +341,3 @@ def idempotency_keys_purge(*, now: datetime | None = None) -> int:
     cutoff = (now or timezone.now()) - IDEMPOTENCY_TTL
     deleted, _ = IdempotencyKey.objects.filter(created_at__lt=cutoff).delete()
     return deleted
-
-
-@transaction.atomic
-def workspace_test_data_delete(*, workspace: Workspace) -> dict[str, int]:
-    """Delete what the workspace's test tokens recorded: its test-mode conversions and their refunds, its test
-    contacts with their enrollments, sends and activity, and its test suppressions; dependants first, in one
-    transaction. None of it was ever counted in the numbers, so no total changes. Returns how many of each went."""
-    return {
-        name: rows.delete()[1].get(rows.model._meta.label, 0) for name, rows in test_data_of(workspace_id=workspace.pk)
-    }

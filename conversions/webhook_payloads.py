@@ -9,7 +9,7 @@ from conversions.customers_api import customers_out
 from conversions.models import ConversionEvent
 from conversions.selectors import refunded_of
 from customers.models import Customer
-from lftrack.api import iso_utc
+from lftrack.fields import iso_utc
 
 
 def conversion_object(event) -> dict | None:

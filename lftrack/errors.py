@@ -126,14 +126,8 @@ def first_message(detail: object) -> str:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response:
-    """DRF's EXCEPTION_HANDLER: every API error, including unexpected ones, becomes `{"error": ...}`."""
-    if isinstance(exc, (drf.AuthenticationFailed, drf.NotAuthenticated)) and context.get("view") is not None:
-        from lftrack.ratelimit import unauthenticated_count  # it raises our errors: imported here, not at the top
-
-        try:
-            unauthenticated_count(context["view"], context["request"])
-        except RateLimited as limited:
-            exc = limited
+    """Every API error, including unexpected ones, becomes `{"error": ...}`. DRF's EXCEPTION_HANDLER is
+    lftrack.ratelimit.exception_handler, which counts a refused credential against the rate limits first."""
     status, message, headers = _status_and_message(exc)
     if status == 503:
         log_unavailable(context.get("request"), exc)

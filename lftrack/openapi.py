@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from lftrack.api import (
+from lftrack.fields import (
     JSONObjectField,
     StrictBooleanField,
     StrictCharField,
@@ -25,7 +25,7 @@ from lftrack.api import (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Schema types of the strict input fields (lftrack/api.py): they subclass serializers.Field, which
+# Schema types of the strict input fields (lftrack/fields.py): they subclass serializers.Field, which
 # drf-spectacular cannot type on its own.
 
 
@@ -196,7 +196,7 @@ def error_response_object(status: int, messages: list[str] | None = None) -> dic
 
 
 def string_messages(*fields: str) -> list[str]:
-    """The type and length messages of strict string fields, as lftrack.api._NamedMessages writes them."""
+    """The type and length messages of strict string fields, as lftrack.fields._NamedMessages writes them."""
     return [message for field in fields for message in (f"{field} must be a string", f"{field} is too long")]
 
 
@@ -336,7 +336,7 @@ class PagedAutoSchema(AutoSchema):
         return False
 
 
-# The read API's paging parameters (lftrack/api.py, page_position).
+# The read API's paging parameters (lftrack/pagination.py, page_position).
 PAGE_PARAMETERS = [
     OpenApiParameter("limit", int, description="Items per page, 1 to 100; 50 by default."),
     OpenApiParameter("cursor", str, description="The `next` of the previous page."),

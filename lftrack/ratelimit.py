@@ -4,6 +4,9 @@ The counters are our own (key format and windows below), not django-ratelimit's:
 a request in one Redis round trip needs their keys, which django-ratelimit keeps private, and its public
 get_usage() spends three round trips per limit (ADD, EXISTS, INCR): 0.3 ms per limit on this machine
 against 0.1 ms for all of them (docs/benchmarks.md, "POST /api/v1/conversions").
+
+A request refused at authentication counts too: DRF's exception handler is `exception_handler` below,
+which counts it and hands over to lftrack/errors.py for the answer.
 """
 
 import functools
@@ -22,7 +25,10 @@ from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
 from redis.exceptions import NoScriptError
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
 
+from lftrack import errors
 from lftrack.errors import RateLimited
 from lftrack.sharedcache import redis_command
 
@@ -79,6 +85,10 @@ class Limit:
     group: str
     key: Callable[[str, HttpRequest], str]
     setting: str  # the settings name holding the rate, read per request so operators and tests can change it
+
+
+# The read API's limits (GET /api/v1/...): per token, and per address counting refused credentials too, as for the writes.
+READ_LIMITS = (Limit("reads-token", token_key, "RATELIMIT_READ_TOKEN"), Limit("reads-ip", ip_key, "RATELIMIT_READ_IP"))
 
 
 class CircuitBreaker:
@@ -320,3 +330,14 @@ def unauthenticated_count(view, request) -> None:
     limits = tuple(limit for limit in getattr(action, "limits", ()) if limit.key is ip_key)
     if limits:
         limits_enforce(request, limits)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response:
+    """DRF's EXCEPTION_HANDLER (settings.py): a request refused at authentication counts against its action's
+    per-address limits first, and over one the 429 replaces the 401; lftrack.errors answers either."""
+    if isinstance(exc, (drf.AuthenticationFailed, drf.NotAuthenticated)) and context.get("view") is not None:
+        try:
+            unauthenticated_count(context["view"], context["request"])
+        except RateLimited as limited:
+            exc = limited
+    return errors.exception_handler(exc, context)

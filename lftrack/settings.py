@@ -72,7 +72,6 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
-    # First: its templates (admin/base_site.html, ...) override django.contrib.admin's.
     "backoffice",
     "backoffice.apps.BackOfficeAdminConfig",  # django.contrib.admin with our site (backoffice/site.py)
     "django.contrib.auth",
@@ -137,7 +136,9 @@ WSGI_APPLICATION = "lftrack.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],  # templates live in their apps, and ship in the wheel
+        # The project's own (base pages, admin overrides, emails, error pages) in templates/, ahead of every app's;
+        # an app's own pages in the app. Both ship in the wheel (pyproject.toml; .ci/run checks the installed one).
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -265,7 +266,7 @@ for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them 
     ):
         raise ImproperlyConfigured(f"{_name} must be a rate like 600/m (N/s, N/m, N/h, N/d), got {_rate!r}")
 # Seconds a process may keep an API token it looked up, while the token generation in Redis says no token
-# was revoked since (workspaces/services.py); 0 reads the database on every request. Without Redis
+# was revoked since (workspaces/tokens.py); 0 reads the database on every request. Without Redis
 # nothing is kept. A revocation that cannot reach Redis waits this long before it returns.
 TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 10)
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
@@ -369,10 +370,10 @@ X_FRAME_OPTIONS = "DENY"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["workspaces.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["workspaces.auth.HasWorkspaceToken"],
-    "DEFAULT_PARSER_CLASSES": ["lftrack.api.JSONObjectParser"],
+    "DEFAULT_PARSER_CLASSES": ["lftrack.parsers.JSONObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "lftrack.api.JSONOnlyNegotiation",
-    "EXCEPTION_HANDLER": "lftrack.errors.exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "lftrack.parsers.JSONOnlyNegotiation",
+    "EXCEPTION_HANDLER": "lftrack.ratelimit.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": [],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -7,9 +7,10 @@ from rest_framework.routers import SimpleRouter
 from campaigns.api import CampaignEnrollmentViewSet, CampaignLeadViewSet, EmailEventViewSet
 from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
-from conversions.api import BrowserConversionViewSet, ConversionViewSet
+from conversions.api import ConversionViewSet
 from conversions.customers_api import CustomerViewSet
 from conversions.demo import demo_landing, demo_thanks
+from conversions.pixel_api import BrowserConversionViewSet
 from conversions.refunds_api import RefundViewSet
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView

@@ -22,7 +22,7 @@ _probe_running = threading.Lock()
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
     """What this service is, where its back office and API document are, and the pixel's snippet."""
-    return render(request, "lftrack/home.html", {"base_url": settings.PUBLIC_BASE_URL})
+    return render(request, "home.html", {"base_url": settings.PUBLIC_BASE_URL})
 
 
 @require_GET

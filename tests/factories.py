@@ -12,7 +12,7 @@ from webhooks.events import EVENT_TYPES
 from webhooks.models import Endpoint
 from webhooks.secrets import secret_new, secret_seal
 from workspaces.models import ApiToken, Membership, Workspace
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 
 class UserFactory(factory.django.DjangoModelFactory):

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from clicks.models import Link
 from tests.factories import CampaignFactory, UserFactory
 from workspaces.models import ApiToken, Membership, Workspace
-from workspaces.services import api_token_authenticate
+from workspaces.tokens import api_token_authenticate
 
 pytestmark = pytest.mark.django_db
 BASE_DIR = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from tests.factories import (
     EnrollmentFactory,
     SuppressionFactory,
 )
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "openapi.json"
 REFRESH = "make openapi"
@@ -293,16 +293,16 @@ SCENARIOS = {
         "401": lambda api, w: _post(api, w, BROWSER, {**_browser(w), "key": "pk_wrong"}),
         "403": lambda api, w: _post(api, w, BROWSER, _browser(w), HTTP_ORIGIN="https://evil.example"),
         "429": _twice("RATELIMIT_BROWSER_IP", BROWSER, _browser),
-        "500": ("conversions.api.pixel_lead_record", _browser),
-        "503": ("conversions.api.pixel_lead_record", _browser, OperationalError),
+        "500": ("conversions.pixel_api.pixel_lead_record", _browser),
+        "503": ("conversions.pixel_api.pixel_lead_record", _browser, OperationalError),
     },
     (BROWSER, "options"): {
         "204": lambda api, w: api.options(BROWSER, HTTP_ORIGIN=SHOP, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST"),
         "400": lambda api, w: api.options(BROWSER + "?x=%00"),
         "413": lambda api, w: api.options(BROWSER, CONTENT_LENGTH="70000"),
         "429": lambda api, w: _options_twice(api),
-        "500": ("conversions.api.origin_allowed_anywhere", None),
-        "503": ("conversions.api.origin_allowed_anywhere", None, OperationalError),
+        "500": ("conversions.pixel_api.origin_allowed_anywhere", None),
+        "503": ("conversions.pixel_api.origin_allowed_anywhere", None, OperationalError),
     },
     (CONVERSIONS, "get"): _reads(lambda w: CONVERSIONS, {"limit": "500"}, breaks="conversions.api.conversions_page"),
     (CUSTOMERS, "get"): _reads(lambda w: CUSTOMERS, {"limit": "0"}, breaks="conversions.customers_api.customers_page"),

@@ -1,34 +1,28 @@
-"""/api/v1/webhooks: a workspace's webhook endpoints (scope `webhooks`; docs/webhooks.md)."""
+"""/api/v1/webhooks: a workspace's webhook endpoints (scope `webhooks`; docs/webhooks.md; described in
+webhooks/openapi.py)."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_serializer,
-)
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from lftrack.api import (
-    READ_LIMITS,
+from lftrack.db import as_id
+from lftrack.errors import NotFound
+from lftrack.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
     StrictStringListField,
     iso_utc,
     optional,
-    parse,
-    request_json,
 )
-from lftrack.db import as_id
-from lftrack.errors import NotFound
-from lftrack.openapi import PagedAutoSchema, error_responses, string_messages
-from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
+from lftrack.openapi import PagedAutoSchema
+from lftrack.parsers import parse, request_json
+from lftrack.ratelimit import READ_LIMITS, Limit, ip_key, rate_limit, token_key
+from webhooks import openapi
 from webhooks.events import EVENT_TYPES
 from webhooks.models import Endpoint
+from webhooks.openapi import UNKNOWN
 from webhooks.services import (
     OVERLAP_MAX_HOURS,
     endpoint_create,
@@ -41,22 +35,6 @@ WRITE_LIMITS = (
     Limit("webhooks-token", token_key, "RATELIMIT_WEBHOOKS_TOKEN"),
     Limit("webhooks-ip", ip_key, "RATELIMIT_WEBHOOKS_IP"),
 )
-URL_ERRORS = [
-    "url must be an absolute https URL",
-    "url must be https",
-    "url must not carry credentials",
-    "url host does not resolve",
-    "url resolves to a private, loopback or link-local address",
-]
-TYPE_ERRORS = [
-    "event_types must be a list of strings",
-    "event_types is too long",
-    "event_types must name at least one event type",
-    "unknown event type: <type>",
-]
-INPUT_ERRORS = [*URL_ERRORS, *TYPE_ERRORS, *string_messages("url", "description"), "enabled must be a boolean"]
-UNKNOWN = "unknown webhook"
-ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The endpoint's id.")
 
 
 class EndpointInput(serializers.Serializer):
@@ -88,28 +66,6 @@ class RotateInput(serializers.Serializer):
     )
 
 
-@extend_schema_serializer(component_name="WebhookEndpoint")
-class EndpointOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    url = serializers.CharField()
-    description = serializers.CharField(allow_null=True)
-    event_types = serializers.ListField(child=serializers.CharField())
-    enabled = serializers.BooleanField()
-    test = serializers.BooleanField(help_text="A test-mode endpoint receives test-mode events only.")
-    disabled_reason = serializers.CharField(allow_null=True, help_text="Why it was disabled, while it is.")
-    failures_in_row = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
-
-
-@extend_schema_serializer(component_name="WebhookEndpointWithSecret")
-class EndpointSecretOut(EndpointOut):
-    secret = serializers.CharField(help_text="The signing secret (`whsec_...`), shown this once.")
-
-
-class EndpointListOut(serializers.Serializer):
-    data = EndpointOut(many=True)
-
-
 def endpoint_out(endpoint: Endpoint) -> dict:
     return {
         "id": endpoint.pk,
@@ -138,9 +94,6 @@ def _endpoint(request, pk: str) -> Endpoint:
     return endpoint
 
 
-_WRITE = (400, 401, 403, 413, 415, 422, 429, 500, 503)
-
-
 class WebhookEndpointViewSet(viewsets.ViewSet):
     required_scopes = dict.fromkeys(
         ("list", "create", "retrieve", "partial_update", "destroy", "rotate_secret"), "webhooks"
@@ -148,43 +101,13 @@ class WebhookEndpointViewSet(viewsets.ViewSet):
     schema = PagedAutoSchema()
     lookup_value_regex = "[^/]+"
 
-    @extend_schema(
-        operation_id="webhook_list",
-        summary="List webhook endpoints",
-        tags=["webhooks"],
-        description="The workspace's endpoints of the token's mode (at most 10 in all): a test token's are test "
-        "endpoints. Limits: 600 requests a minute per token and per address.",
-        responses={
-            200: OpenApiResponse(EndpointListOut, description="The endpoints, oldest first."),
-            **error_responses(400, 401, 403, 429, 500, 503),
-        },
-    )
+    @extend_schema(**openapi.WEBHOOK_LIST)
     @rate_limit(*READ_LIMITS)
     def list(self, request) -> Response:
         endpoints = _endpoints(request).order_by("pk")
         return Response({"data": [endpoint_out(e) for e in endpoints]})
 
-    @extend_schema(
-        operation_id="webhook_create",
-        summary="Add a webhook endpoint",
-        tags=["webhooks"],
-        description="lftrack POSTs each event of `event_types` to `url`, signed per Standard Webhooks with the "
-        "`secret` of the answer (shown this once). The URL must be https and resolve to a public address. A test "
-        "token makes a test endpoint, which receives test events only. Limits: "
-        "120 requests a minute per token, 600 per address.",
-        request=EndpointInput,
-        responses={
-            201: OpenApiResponse(EndpointSecretOut, description="Created; `secret` is never shown again."),
-            **error_responses(*_WRITE, e422=[*INPUT_ERRORS, "a workspace has at most 10 webhook endpoints"]),
-        },
-        examples=[
-            OpenApiExample(
-                "Sales and leads",
-                request_only=True,
-                value={"url": "https://crm.example.com/hooks/lftrack", "event_types": ["lead.created", "sale.created"]},
-            )
-        ],
-    )
+    @extend_schema(request=EndpointInput, **openapi.WEBHOOK_CREATE)
     @rate_limit(*WRITE_LIMITS)
     def create(self, request) -> Response:
         data = parse(EndpointInput, request_json(request))
@@ -198,68 +121,25 @@ class WebhookEndpointViewSet(viewsets.ViewSet):
         )
         return Response({**endpoint_out(issued.endpoint), "secret": issued.secret}, status=201)
 
-    @extend_schema(
-        operation_id="webhook_retrieve",
-        summary="Read a webhook endpoint",
-        tags=["webhooks"],
-        parameters=[ID],
-        responses={
-            200: OpenApiResponse(EndpointOut, description="The endpoint."),
-            **error_responses(400, 401, 403, 404, 429, 500, 503, e404=[UNKNOWN]),
-        },
-    )
+    @extend_schema(**openapi.WEBHOOK_RETRIEVE)
     @rate_limit(*READ_LIMITS)
     def retrieve(self, request, pk: str) -> Response:
         return Response(endpoint_out(_endpoint(request, pk)))
 
-    @extend_schema(
-        operation_id="webhook_update",
-        summary="Change a webhook endpoint",
-        tags=["webhooks"],
-        parameters=[ID],
-        description="What is sent changes; the rest stays. `enabled: true` on a disabled endpoint re-enables it: "
-        "its failure count starts over and the deliveries it missed while disabled go out.",
-        request=EndpointChange,
-        responses={
-            200: OpenApiResponse(EndpointOut, description="The endpoint as changed."),
-            **error_responses(*_WRITE, 404, e404=[UNKNOWN], e422=INPUT_ERRORS),
-        },
-    )
+    @extend_schema(request=EndpointChange, **openapi.WEBHOOK_UPDATE)
     @rate_limit(*WRITE_LIMITS)
     def partial_update(self, request, pk: str) -> Response:
         data = parse(EndpointChange, request_json(request))
         endpoint = endpoint_update(endpoint=_endpoint(request, pk), **data)
         return Response(endpoint_out(endpoint))
 
-    @extend_schema(
-        operation_id="webhook_delete",
-        summary="Delete a webhook endpoint",
-        tags=["webhooks"],
-        parameters=[ID],
-        description="With its deliveries and their log.",
-        responses={
-            204: OpenApiResponse(description="Deleted."),
-            **error_responses(400, 401, 403, 404, 429, 500, 503, e404=[UNKNOWN]),
-        },
-    )
+    @extend_schema(**openapi.WEBHOOK_DELETE)
     @rate_limit(*WRITE_LIMITS)
     def destroy(self, request, pk: str) -> Response:
         endpoint_delete(endpoint=_endpoint(request, pk))
         return Response(status=204)
 
-    @extend_schema(
-        operation_id="webhook_rotate_secret",
-        summary="Rotate an endpoint's signing secret",
-        tags=["webhooks"],
-        parameters=[ID],
-        request=RotateInput,
-        description="A new secret, in the answer only. During the overlap each request carries two signatures, "
-        "one per secret, so a receiver verifies with either while it switches.",
-        responses={
-            200: OpenApiResponse(EndpointSecretOut, description="The new `secret`, shown this once."),
-            **error_responses(*_WRITE, 404, e404=[UNKNOWN], e422=[f"overlap_hours must be 0 to {OVERLAP_MAX_HOURS}"]),
-        },
-    )
+    @extend_schema(request=RotateInput, **openapi.WEBHOOK_ROTATE_SECRET)
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     @rate_limit(*WRITE_LIMITS)
     def rotate_secret(self, request, pk: str) -> Response:

@@ -22,11 +22,12 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import connection, models, transaction
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from lftrack.api import iso_utc
+from lftrack.fields import iso_utc
 from webhooks import network
 from webhooks.models import Attempt, Delivery, Endpoint, Event
 from webhooks.outbox import deliveries_queue
@@ -376,10 +377,9 @@ def owners_notify(endpoint_id: int) -> int:
     if not emails:
         return 0
     page = settings.PUBLIC_BASE_URL + reverse("admin:webhooks_endpoint_change", args=[endpoint.pk])
-    body = (
-        f"The webhook endpoint {endpoint.url} of {endpoint.workspace.name} was disabled: {endpoint.disabled_reason}.\n\n"
-        "Its deliveries wait; nothing new is kept for it until it is enabled again. Once it answers, "
-        f"re-enable it with one click on its page:\n{page}\n"
+    body = render_to_string(
+        "emails/webhook_disabled.txt",
+        {"url": endpoint.url, "workspace": endpoint.workspace.name, "reason": endpoint.disabled_reason, "page": page},
     )
     try:
         return send_mail(f"Webhook endpoint disabled: {endpoint.url}"[:200], body, None, emails)

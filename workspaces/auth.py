@@ -6,7 +6,7 @@ from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from workspaces.models import ApiToken, Workspace
-from workspaces.services import api_token_authenticate, tracking_key_authenticate
+from workspaces.tokens import api_token_authenticate
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -40,6 +40,13 @@ class HasWorkspaceToken(BasePermission):
         if scope is not None and not request.auth.allows(scope):
             raise PermissionDenied()
         return True
+
+
+def tracking_key_authenticate(key: object) -> Workspace | None:
+    """The workspace whose public tracking key this is, or None. The key is public: no secret to compare."""
+    if not isinstance(key, str) or not key or len(key) > Workspace._meta.get_field("tracking_key").max_length:
+        return None
+    return Workspace.objects.filter(tracking_key=key).first()
 
 
 class TrackingKeyAuthentication(BaseAuthentication):

@@ -13,6 +13,7 @@ from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
@@ -75,16 +76,10 @@ def invitation_create(*, workspace: Workspace, email: str, role: str, invited_by
         invitation.save(update_fields=["role"])
     name = workspace.name or workspace.slug
     url = invitation_url(invitation)
-    transaction.on_commit(
-        lambda: send_mail(
-            f"You are invited to {name} on lftrack",
-            f"You are invited to join {name} on lftrack as {invitation.get_role_display().lower()}.\n\n"
-            f"To accept, open this link within 7 days:\n{url}\n\n"
-            "If you did not expect this, ignore this email: nothing happens without you.\n",
-            None,
-            [invitation.email],
-        )
+    body = render_to_string(
+        "emails/invitation.txt", {"workspace": name, "role": invitation.get_role_display().lower(), "url": url}
     )
+    transaction.on_commit(lambda: send_mail(f"You are invited to {name} on lftrack", body, None, [invitation.email]))
     return invitation
 
 

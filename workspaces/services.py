@@ -1,54 +1,18 @@
-"""Workspace and API-token rules: creation, hashing, authentication and revocation."""
+"""Workspaces and their members: creation, roles (a workspace always keeps an owner) and settings."""
 
-import hashlib
-import hmac
-import logging
 import re
-import secrets
-import time
-from dataclasses import dataclass
-from datetime import timedelta
-from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
 from lftrack.currencies import currency_code
-from lftrack.db import prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
-from lftrack.ratelimit import breaker
-from lftrack.sharedcache import redis_cache, redis_command
-from workspaces.models import ApiToken, Membership, Workspace
+from workspaces.models import Membership, Workspace
+from workspaces.origins import allowed_origins_parse
 from workspaces.selectors import workspace_by_slug
-
-TOKEN_PREFIX = "lf_"
-TEST_TOKEN_PREFIX = "lf_test_"
-# lf_ (lf_test_ for a test token) + token_urlsafe(32): 43 characters of base64url, 256 bits.
-_TOKEN_RE = re.compile(r"^lf_(test_)?[A-Za-z0-9_-]{43}$")
-
-
-def _prefix(secret: str) -> str:
-    """The first 8 random characters: stored, indexed, shown in the admin."""
-    return secret[-43:][:8]
-
+from workspaces.tokens import workspace_changed
 
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
-# last_used_at is a hint for the admin, not an audit log: write it at most once a minute per token.
-LAST_USED_GRANULARITY = timedelta(minutes=1)
-
-logger = logging.getLogger("lftrack.tokens")
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    token: ApiToken
-    secret: str  # shown once, never stored
-
-
-def token_digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @transaction.atomic
@@ -100,20 +64,6 @@ def _keep_an_owner(*, workspace: Workspace, losing) -> None:
         raise Unprocessable("a workspace needs at least one owner")
 
 
-def allowed_origins_parse(text: str) -> list[str]:
-    """The Settings field: one origin per line (commas too), normalized as browsers send them, deduplicated."""
-    origins: list[str] = []
-    for line in text.replace(",", "\n").splitlines():
-        if not line.strip():
-            continue
-        origin = origin_normalize(line)
-        if origin is None:
-            raise Unprocessable(f"invalid origin: {line.strip()[:100]}")
-        if origin not in origins:
-            origins.append(origin)
-    return origins
-
-
 @transaction.atomic
 def workspace_settings_update(
     *, workspace: Workspace, name: str, allowed_origins: str, currency: str | None = None
@@ -131,7 +81,7 @@ def workspace_settings_update(
             raise Unprocessable(f"unknown currency: {currency[:10]}")
         workspace.currency = code
     workspace.save(update_fields=["name", "allowed_origins", "currency"])
-    transaction.on_commit(_workspace_changed)  # the processes' token copies carry the workspace's row
+    transaction.on_commit(workspace_changed)  # the processes' token copies carry the workspace's row
     return workspace
 
 
@@ -139,234 +89,4 @@ def workspace_get(*, slug: str) -> Workspace:
     workspace = workspace_by_slug(slug=slug)
     if workspace is None:
         raise NotFound(f"unknown workspace: {slug}")
-    return workspace
-
-
-def api_token_create(
-    *,
-    workspace: Workspace,
-    name: str,
-    created_by=None,
-    secret: str | None = None,
-    scopes: list[str] | None = None,
-    test: bool = False,
-) -> IssuedToken:
-    """A new token, allowed `scopes` (ApiToken.Scope; none: everything); `test`: a test token (lf_test_...),
-    whose records are test data. `secret` only for one the caller derived itself (the demo's, from SECRET_KEY)."""
-    secret = secret or (TEST_TOKEN_PREFIX if test else TOKEN_PREFIX) + secrets.token_urlsafe(32)
-    if not _TOKEN_RE.match(secret) or secret.startswith(TEST_TOKEN_PREFIX) != test:
-        raise ValueError("a token secret is lf_ (lf_test_ for a test token) and 43 base64url characters")
-    unknown = sorted(set(scopes or ()) - set(ApiToken.Scope.values))
-    if unknown:
-        raise Unprocessable(f"unknown scope: {', '.join(unknown)} (one of {', '.join(ApiToken.Scope.values)})")
-    token = ApiToken.objects.create(
-        workspace=workspace,
-        scopes=" ".join(scope for scope in ApiToken.Scope.values if scope in (scopes or ())),
-        name=name[:100] or "API token",
-        prefix=_prefix(secret),
-        digest=token_digest(secret),
-        created_by=created_by,
-        is_test=test,
-    )
-    return IssuedToken(token=token, secret=secret)
-
-
-def api_token_revoke(*, workspace: Workspace, token_id: int) -> ApiToken:
-    """Revoke a token. When this returns, no process accepts it any more (see api_token_authenticate)."""
-    token = ApiToken.objects.filter(workspace=workspace, pk=token_id).first()
-    if token is None:
-        raise NotFound(f"unknown token: {token_id}")
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-        # After the commit (of the caller's transaction, if any): before it, a process would read the token
-        # as still active, and keep it under the new generation.
-        transaction.on_commit(api_tokens_changed)
-    return token
-
-
-# Every API request runs this: one raw, prepared, indexed query, because compiling the ORM's
-# select_related costs several times the round trip itself. Only the columns requests use are read
-# (in the models' field order, as Model.from_db() expects); the others are deferred fields, loaded
-# on first access.
-_TOKEN_COLUMNS = tuple(
-    f.attname
-    for f in ApiToken._meta.concrete_fields
-    if f.attname in {"id", "workspace_id", "name", "prefix", "digest", "scopes", "is_test"}
-)
-_WORKSPACE_COLUMNS = tuple(
-    f.attname
-    for f in Workspace._meta.concrete_fields
-    if f.attname in {"id", "name", "slug", "tracking_key", "allowed_origins", "daily_send_limit", "currency"}
-)
-_DIGEST = _TOKEN_COLUMNS.index("digest")
-_AUTHENTICATE_SQL = (
-    "SELECT "
-    + ", ".join([f"t.{c}" for c in _TOKEN_COLUMNS] + [f"w.{c}" for c in _WORKSPACE_COLUMNS])
-    + ", (t.last_used_at IS NULL OR t.last_used_at <= %s)"
-    + f" FROM {ApiToken._meta.db_table} t JOIN {Workspace._meta.db_table} w ON w.id = t.workspace_id"
-    + " WHERE t.prefix = %s AND t.revoked_at IS NULL"
-)
-
-# The tokens this process authenticated lately: digest -> (the token generation it was read under, when
-# it expires (time.time()), its row). Served only while the shared cache (Redis) still holds that
-# generation: a revocation replaces the generation after it commits, so every process reads the
-# database again on its next request (api_tokens_changed). TOKEN_CACHE_SECONDS bounds an entry's life,
-# and so the wait of a revocation that could not reach Redis.
-_tokens: dict[str, tuple[bytes, float, tuple]] = {}
-_TOKENS_KEPT = 10_000
-_GENERATION_KEY = "lftrack:api-token-generation"
-
-
-def api_token_authenticate(secret: str) -> ApiToken | None:
-    """The active token for `secret` (with its workspace), or None.
-
-    One indexed lookup by prefix, digests compared in constant time; or this process's copy of that
-    lookup while the token generation in Redis is the one it was read under (one GET instead of the
-    query: docs/benchmarks.md, "POST /api/v1/conversions"). Without Redis, every request reads the
-    database: no copy is ever served that a revocation could not invalidate.
-    """
-    if not _TOKEN_RE.match(secret):
-        return None
-    digest = token_digest(secret)
-    generation = _generation()
-    if generation is not None:
-        kept = _tokens.get(digest)
-        if kept is not None and kept[0] == generation and kept[1] > time.time():
-            return _token_of(kept[2])
-    prefix = _prefix(secret)
-    now = timezone.now()
-    stale_before = connection.ops.adapt_datetimefield_value(now - LAST_USED_GRANULARITY)
-    with prepared_cursor() as cursor:
-        cursor.execute(_AUTHENTICATE_SQL, [stale_before, prefix])
-        rows = cursor.fetchall()
-    for row in rows:
-        if hmac.compare_digest(row[_DIGEST], digest):
-            token = _token_of(row[:-1])
-            if row[-1]:  # last_used_at is a hint for the admin: written at most once a minute
-                ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-                token.last_used_at = now
-            if generation is not None and settings.TOKEN_CACHE_SECONDS > 0:
-                if len(_tokens) >= _TOKENS_KEPT:
-                    _tokens.clear()
-                _tokens[digest] = (generation, time.time() + settings.TOKEN_CACHE_SECONDS, row[:-1])
-            return token
-    return None
-
-
-def _token_of(row: tuple) -> ApiToken:
-    """A fresh ApiToken and Workspace for each request (callers may change them), from the lookup's row."""
-    split = len(_TOKEN_COLUMNS)
-    token = ApiToken.from_db(connection.alias, _TOKEN_COLUMNS, row[:split])
-    token.workspace = Workspace.from_db(connection.alias, _WORKSPACE_COLUMNS, row[split:])
-    return token
-
-
-def _generation() -> bytes | None:
-    """The token generation in Redis, or None when copies must not be served: no Redis (REDIS_URL unset),
-    Redis unreachable (the rate limits' circuit breaker open), or no generation yet (a new or restarted
-    Redis: one is set, so a copy made under a generation Redis forgot is never served again)."""
-    cache = redis_cache()
-    if cache is None or settings.TOKEN_CACHE_SECONDS <= 0 or not breaker.allows():
-        return None
-    key = cache.make_key(_GENERATION_KEY)
-    try:
-        generation = redis_command(cache, "GET", key)
-        if generation is None:
-            redis_command(cache, "SET", key, secrets.token_hex(16), "NX")
-    except Exception as exc:  # redis.ConnectionError, timeouts: the database answers instead
-        breaker.failed(exc)
-        return None
-    breaker.succeeded()
-    return generation
-
-
-def api_tokens_changed(*, wait: bool = True) -> None:
-    """Make every process read tokens from the database again: call after a token's revocation commits.
-
-    Replaces the generation in Redis with a new random one. When Redis cannot be reached, waits until every
-    copy a process may hold has expired (TOKEN_CACHE_SECONDS), so that a revoked token is never accepted
-    once its revocation has returned; with `wait` false (a workspace's settings, which the copies carry:
-    its currency, its allowed origins), the copies are left to expire.
-    """
-    cache = redis_cache()
-    if cache is None or settings.TOKEN_CACHE_SECONDS <= 0:
-        return  # nothing is kept without Redis
-    try:
-        redis_command(cache, "SET", cache.make_key(_GENERATION_KEY), secrets.token_hex(16))
-    except Exception as exc:
-        if not wait:
-            logger.warning("workspace changed; token copies left to expire: cache unavailable (%s)", type(exc).__name__)
-            return
-        logger.warning(
-            "token revoked; waiting %s s for the processes' copies to expire: cache unavailable (%s)",
-            settings.TOKEN_CACHE_SECONDS,
-            type(exc).__name__,
-        )
-        time.sleep(settings.TOKEN_CACHE_SECONDS)
-
-
-def _workspace_changed() -> None:
-    api_tokens_changed(wait=False)
-
-
-def tracking_key_authenticate(key: object) -> Workspace | None:
-    """The workspace whose public tracking key this is, or None. The key is public: no secret to compare."""
-    if not isinstance(key, str) or not key or len(key) > Workspace._meta.get_field("tracking_key").max_length:
-        return None
-    return Workspace.objects.filter(tracking_key=key).first()
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin_normalize(value: str) -> str | None:
-    """`scheme://host[:port]` as a browser writes it in `Origin` (lower case, no default port), or None.
-
-    Accepts what an operator types in the admin too: a trailing slash or a path is dropped.
-    """
-    try:
-        parts = urlsplit(value.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or parts.username or parts.password:
-        return None
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
-        host = f"{host}:{port}"
-    return f"{parts.scheme}://{host}"
-
-
-def workspace_origins(workspace: Workspace) -> frozenset[str]:
-    """The browser origins allowed to call the pixel's endpoint for `workspace` (one per line)."""
-    return frozenset(filter(None, map(origin_normalize, workspace.allowed_origins.splitlines())))
-
-
-def workspace_origin_allowed(workspace: Workspace, origin: str) -> bool:
-    normalized = origin_normalize(origin)
-    return normalized is not None and normalized in workspace_origins(workspace)
-
-
-def origin_allowed_anywhere(origin: str) -> bool:
-    """True when some workspace allows `origin`: a CORS preflight carries no key, only the origin."""
-    normalized = origin_normalize(origin)
-    if normalized is None:
-        return False
-    host = normalized.split("://", 1)[1]
-    # A substring narrows the rows; the exact per-line comparison below decides.
-    candidates = Workspace.objects.filter(allowed_origins__icontains=host).only("allowed_origins")
-    return any(normalized in workspace_origins(workspace) for workspace in candidates.iterator())
-
-
-def workspace_origin_allow(*, workspace: Workspace, origin: str) -> Workspace:
-    """Add `origin` to the workspace's allowed origins (idempotent)."""
-    normalized = origin_normalize(origin)
-    if normalized is None:
-        raise Unprocessable(f"invalid origin: {origin}")
-    if normalized not in workspace_origins(workspace):
-        lines = [line for line in workspace.allowed_origins.splitlines() if line.strip()]
-        workspace.allowed_origins = "\n".join([*lines, normalized])
-        workspace.save(update_fields=["allowed_origins"])
-        transaction.on_commit(_workspace_changed)
     return workspace

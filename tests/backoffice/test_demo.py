@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from workspaces.models import ApiToken, Membership
-from workspaces.services import api_token_authenticate
+from workspaces.tokens import api_token_authenticate
 
 pytestmark = pytest.mark.django_db
 LOGIN = "/admin/login/?next=/admin/"

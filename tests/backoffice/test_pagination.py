@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from backoffice.scoping import CappedCountPaginator
+from backoffice.paginator import CappedCountPaginator
 from tests.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db

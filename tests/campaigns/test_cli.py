@@ -15,7 +15,7 @@ from clicks.models import Link
 from lftrack.errors import Unprocessable
 from tests.campaigns.conftest import NOW
 from tests.factories import CampaignEmailFactory, CampaignFactory
-from workspaces.services import api_token_authenticate
+from workspaces.tokens import api_token_authenticate
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from tests.conftest import assert_api_error
 from tests.factories import CampaignFactory, CustomerFactory, EnrollmentFactory
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/campaigns/spring/enrollments"

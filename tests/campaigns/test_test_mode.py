@@ -8,7 +8,7 @@ import pytest
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
 from campaigns.sending import run_pass
-from conversions.services import workspace_test_data_delete
+from conversions.testdata import workspace_test_data_delete
 from customers.models import Customer, CustomerActivity
 from rollups.selectors import campaign_step_sends, campaigns_with_numbers
 from rollups.services import numbers_rebuild, numbers_roll_up
@@ -18,7 +18,7 @@ from tests.conftest import run_in_threads
 from tests.factories import EndpointFactory
 from webhooks.models import Event
 from webhooks.outbox import events_dispatch
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 LEADS = "/api/v1/campaigns/spring/leads"

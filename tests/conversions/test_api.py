@@ -305,7 +305,7 @@ def test_missing_or_bad_token_is_401_and_stores_nothing(api, click, header):
 
 
 def test_revoked_token_is_401(api, acme_token, click):
-    from workspaces.services import api_token_revoke
+    from workspaces.tokens import api_token_revoke
 
     api_token_revoke(workspace=acme_token.workspace, token_id=acme_token.pk)
     assert_api_error(

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from clicks.models import Link
 from tests.factories import ClickFactory, ConversionEventFactory, CustomerFactory, WorkspaceFactory
-from workspaces.services import workspace_origins
+from workspaces.origins import workspace_origins
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer
 from tests.conftest import ApiClient, assert_api_error, start_threads
 from tests.factories import ApiTokenFactory, ClickFactory, CustomerFactory
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import assert_api_error, run_in_threads
 from tests.factories import ClickFactory, ConversionEventFactory, CustomerFactory
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/conversions"

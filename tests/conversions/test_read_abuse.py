@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import assert_api_error
 from tests.factories import CampaignFactory, ClickFactory, ConversionEventFactory, CustomerFactory, EnrollmentFactory
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 PAGED = ["/api/v1/conversions", "/api/v1/customers", "/api/v1/campaigns/spring/enrollments"]

@@ -9,7 +9,7 @@ from rollups.selectors import money_of
 from rollups.services import numbers_roll_up
 from tests.conftest import assert_api_error, run_in_threads
 from tests.factories import ConversionEventFactory
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 URL = "/api/v1/conversions/{}/refunds"
 

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from campaigns.models import CampaignLead, EmailSend, Enrollment
 from campaigns.sending import run_pass
 from conversions.models import ConversionEvent, Refund
-from conversions.services import workspace_test_data_delete
+from conversions.testdata import workspace_test_data_delete
 from customers.models import Customer
 from rollups.selectors import daily_numbers, money_of
 from rollups.services import numbers_roll_up
@@ -20,7 +20,7 @@ from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory,
 from webhooks.models import Delivery, Event
 from webhooks.outbox import events_dispatch
 from workspaces.models import ApiToken
-from workspaces.services import api_token_authenticate, api_token_create
+from workspaces.tokens import api_token_authenticate, api_token_create
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/conversions"

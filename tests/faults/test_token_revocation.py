@@ -12,7 +12,7 @@ from tests.conftest import database_url
 from tests.factories import ApiTokenFactory, ClickFactory
 from tests.faults.conftest import running_gunicorn
 from workspaces.models import ApiToken
-from workspaces.services import api_token_revoke, api_tokens_changed
+from workspaces.tokens import api_token_revoke, api_tokens_changed
 
 pytestmark = [pytest.mark.fault, pytest.mark.django_db(transaction=True)]
 

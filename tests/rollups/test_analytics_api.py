@@ -16,7 +16,7 @@ from tests.factories import (
     PostFactory,
     RefundFactory,
 )
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from tests.conftest import assert_api_error
 from tests.factories import EndpointFactory
 from webhooks.models import Endpoint
 from webhooks.secrets import secret_open
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/webhooks"

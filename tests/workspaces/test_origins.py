@@ -4,7 +4,7 @@ import pytest
 
 from lftrack.errors import Unprocessable
 from tests.factories import WorkspaceFactory
-from workspaces.services import (
+from workspaces.origins import (
     origin_allowed_anywhere,
     origin_normalize,
     workspace_origin_allow,

@@ -12,13 +12,9 @@ from lftrack.ratelimit import breaker
 from lftrack.sharedcache import redis_cache
 from tests.factories import ApiTokenFactory
 from workspaces.models import ApiToken
-from workspaces.services import (
-    api_token_authenticate,
-    api_token_create,
-    api_token_revoke,
-    workspace_origin_allow,
-    workspace_settings_update,
-)
+from workspaces.origins import workspace_origin_allow
+from workspaces.services import workspace_settings_update
+from workspaces.tokens import api_token_authenticate, api_token_create, api_token_revoke
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from campaigns.models import Enrollment, Suppression
 from conversions.models import ConversionEvent
 from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory
 from workspaces.models import ApiToken
-from workspaces.services import api_token_create
+from workspaces.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 

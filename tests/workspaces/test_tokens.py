@@ -10,7 +10,7 @@ from django.utils import timezone
 from tests.conftest import assert_api_error
 from tests.factories import ApiTokenFactory, ClickFactory
 from workspaces.models import ApiToken
-from workspaces.services import api_token_authenticate, api_token_create, api_token_revoke
+from workspaces.tokens import api_token_authenticate, api_token_create, api_token_revoke
 
 pytestmark = pytest.mark.django_db
 

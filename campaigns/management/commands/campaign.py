@@ -15,8 +15,8 @@ from campaigns.services import (
     campaign_resume,
     enrollment_stop,
 )
-from lftrack.api import iso_utc
 from lftrack.cli import JsonCommand
+from lftrack.fields import iso_utc
 from workspaces.cli import workspace_from_arg
 
 

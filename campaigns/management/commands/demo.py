@@ -22,14 +22,9 @@ from campaigns.services import campaign_create, campaign_email_add, campaign_lin
 from clicks.models import Link
 from lftrack.cli import JsonCommand
 from workspaces.models import ApiToken, Membership, Workspace
-from workspaces.services import (
-    TOKEN_PREFIX,
-    api_token_create,
-    api_tokens_changed,
-    membership_set,
-    token_digest,
-    workspace_origin_allow,
-)
+from workspaces.origins import workspace_origin_allow
+from workspaces.services import membership_set
+from workspaces.tokens import TOKEN_PREFIX, api_token_create, api_tokens_changed, token_digest
 
 DEMO_SLUG = "demo"
 # The demo landing page (DEBUG only) on our own address: it carries the pixel.

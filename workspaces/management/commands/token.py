@@ -3,7 +3,7 @@
 from lftrack.cli import JsonCommand
 from workspaces.cli import workspace_from_arg
 from workspaces.models import ApiToken
-from workspaces.services import api_token_create, api_token_revoke
+from workspaces.tokens import api_token_create, api_token_revoke
 
 
 class Command(JsonCommand):

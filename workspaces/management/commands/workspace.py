@@ -2,7 +2,8 @@
 
 from lftrack.cli import JsonCommand
 from workspaces.cli import workspace_from_arg
-from workspaces.services import workspace_create, workspace_origin_allow, workspace_origins
+from workspaces.origins import workspace_origin_allow, workspace_origins
+from workspaces.services import workspace_create
 
 
 class Command(JsonCommand):

@@ -1,4 +1,4 @@
-"""Hand a batch of messages to the email backend over one connection and sort what the server answered."""
+"""SMTP hand-over: a batch of messages over one connection of the email backend, sorted by what the server answered."""
 
 import contextlib
 import smtplib

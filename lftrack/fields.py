@@ -1,9 +1,7 @@
-"""API plumbing shared by every v1 endpoint: the JSON parser, strict input fields and `parse()`."""
+"""Fields of the v1 API: strict input fields (a JSON value taken as sent, messages naming the field) and the forms
+every answer writes its values in (times in UTC, absent strings as null)."""
 
 import json
-import math
-import threading
-from base64 import urlsafe_b64decode, urlsafe_b64encode
 from datetime import UTC
 from typing import Any
 
@@ -11,121 +9,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser
-
-from lftrack.errors import Unprocessable, first_message
-from lftrack.ratelimit import Limit, ip_key, token_key
 
 BIGINT_MAX = 2**63 - 1
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-# RFC 8259 section 9 lets a parser limit nesting. A deeper document would pass json.loads but overflow
-# the recursion of the encoders that run later, deeper in the stack (meta's size check, the jsonb
-# adapter): a 500 instead of a 400.
-MAX_JSON_DEPTH = 100
-
-
-def _storable(value: Any) -> bool:
-    """True when the document nests at most MAX_JSON_DEPTH deep and every string can be stored as PostgreSQL text/jsonb."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            # NUL is refused by PostgreSQL text and jsonb; lone surrogates cannot be encoded as UTF-8.
-            if "\x00" in item or (not item.isascii() and _has_surrogate(item)):
-                return False
-        elif isinstance(item, (dict, list)):
-            if depth > MAX_JSON_DEPTH:
-                return False
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-        elif isinstance(item, float) and not math.isfinite(item):
-            return False
-    return True
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def decode_json_object(raw: bytes) -> dict:
-    """Decode a request body that must be one JSON object; anything else is 400 "invalid JSON"."""
-    try:
-        data = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        raise ParseError("invalid JSON") from None
-    if not isinstance(data, dict) or not _storable(data):
-        raise ParseError("invalid JSON")
-    return data
-
-
-class JSONObjectParser(BaseParser):
-    """application/json whose top level is an object, with every string storable."""
-
-    media_type = "application/json"
-
-    def parse(self, stream, media_type=None, parser_context=None) -> dict:
-        return decode_json_object(stream.read() if stream is not None else b"")
-
-
-class PlainTextJSONParser(JSONObjectParser):
-    """`text/plain` holding a JSON object: what `navigator.sendBeacon` and preflight-free `fetch` send."""
-
-    media_type = "text/plain"
-
-
-class JSONOnlyNegotiation(BaseContentNegotiation):
-    """Always answer JSON, whatever Accept says (no 406s for odd clients)."""
-
-    def select_parser(self, request, parsers):
-        for parser in parsers:
-            if request.content_type.split(";")[0].strip().lower() == parser.media_type:
-                return parser
-        return None
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-
-def request_json(request) -> dict:
-    """The request body as a dict; an empty body is invalid JSON, not an empty object."""
-    data = request.data  # runs the parser: 415 for other media types, 400 for bad JSON
-    if request.stream is None:
-        raise ParseError("invalid JSON")
-    return data
-
-
-# Per thread: each input serializer class's bound fields, built once (see parse()).
-_fields = threading.local()
-
-
-def parse(serializer_class: type[serializers.Serializer], data: dict) -> dict:
-    """Validate `data`; the first error becomes 422 with its documented message.
-
-    DRF deep-copies every declared field (running each field's __init__ again) for every serializer
-    instance: about a tenth of an API request's Python time. The input serializers here are stateless
-    validators (no context, no instance, nothing kept between calls), so each thread builds a
-    class's fields once and lends them to every later instance.
-    """
-    serializer = serializer_class(data=data)
-    built = _fields.__dict__
-    if serializer_class in built:
-        serializer.__dict__["fields"] = built[serializer_class]  # DRF's cached_property slot
-    else:
-        built[serializer_class] = serializer.fields
-    if not serializer.is_valid():
-        raise Unprocessable(first_message(serializer.errors))
-    return serializer.validated_data
 
 
 class _NamedMessages:
@@ -323,26 +208,6 @@ def optional(value: str | None) -> str | None:
     return value or None
 
 
-# ---------------------------------------------------------------------------------------------
-# The read API's pages (GET /api/v1/conversions, /customers): query parameters, keyset cursors, limits.
-
-# Reads per token, and per address counting refused credentials too, as for the writes.
-READ_LIMITS = (Limit("reads-token", token_key, "RATELIMIT_READ_TOKEN"), Limit("reads-ip", ip_key, "RATELIMIT_READ_IP"))
-PAGE_LIMIT_MAX = 100
-PAGE_ERRORS = [f"limit must be 1 to {PAGE_LIMIT_MAX}", "invalid cursor"]
-
-
-def query_int(params, name: str, *, high: int = BIGINT_MAX) -> int | None:
-    """A positive integer query parameter; None when absent; 422 `<name> must be an integer` otherwise."""
-    raw = params.get(name)
-    if raw is None:
-        return None
-    # ASCII digits only, and few of them: int() refuses "²" and 5,000-digit strings with a ValueError (a 500).
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or not 1 <= int(raw) <= high:
-        raise Unprocessable(f"{name} must be an integer")
-    return int(raw)
-
-
 def aware_utc(raw: str):
     """An ISO 8601 time with an offset, in UTC (PostgreSQL refuses offsets past 15:59, which Python reads);
     None for anything else. A "+" arrives as a space when the caller did not encode it."""
@@ -351,51 +216,3 @@ def aware_utc(raw: str):
         return moment.astimezone(UTC) if moment is not None and moment.tzinfo is not None else None
     except (ValueError, OverflowError):
         return None
-
-
-def query_time(params, name: str):
-    """A time query parameter; None when absent; 422 `<name> must be an ISO 8601 time with an offset` otherwise."""
-    raw = params.get(name)
-    if raw is None:
-        return None
-    moment = aware_utc(raw)
-    if moment is None:
-        raise Unprocessable(f"{name} must be an ISO 8601 time with an offset")
-    return moment
-
-
-def cursor_encode(*keyset) -> str:
-    """A keyset (a time, then integers) as an opaque cursor."""
-    moment, *numbers = keyset
-    return urlsafe_b64encode("|".join([moment.isoformat(), *map(str, numbers)]).encode()).decode().rstrip("=")
-
-
-def page_position(params, *, ranked: bool = False) -> tuple[int, tuple | None]:
-    """(limit, keyset after which the page starts) from `limit` (1 to 100, 50) and `cursor`: (time, id), or
-    (time, rank, id) where rows of several sources are merged."""
-    raw = params.get("limit")
-    if raw is not None and (
-        not (raw.isascii() and raw.isdigit() and len(raw) <= 3) or not 1 <= int(raw) <= PAGE_LIMIT_MAX
-    ):
-        raise Unprocessable(f"limit must be 1 to {PAGE_LIMIT_MAX}")
-    cursor = params.get("cursor")
-    if not cursor:
-        return int(raw or 50), None
-    try:
-        moment, *numbers = urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
-        at = aware_utc(moment)
-        if (
-            at is None
-            or len(numbers) != (2 if ranked else 1)
-            or not all(n.isdigit() and int(n) <= BIGINT_MAX for n in numbers)
-        ):
-            raise ValueError
-    except (ValueError, UnicodeDecodeError):
-        raise Unprocessable("invalid cursor") from None
-    return int(raw or 50), (at, *map(int, numbers))
-
-
-def page_out(rows: list, limit: int, item_out, *, at) -> dict:
-    """`{"data": [...], "next": cursor | null}` from `limit` + 1 rows; `at(row)` is the row's keyset time."""
-    data, more = rows[:limit], len(rows) > limit
-    return {"data": [item_out(row) for row in data], "next": cursor_encode(at(data[-1]), data[-1].pk) if more else None}
