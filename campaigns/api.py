@@ -32,7 +32,7 @@ from lftrack.errors import Unprocessable
 from lftrack.openapi import PAGE_PARAMETERS, PagedAutoSchema, error_responses, page_of, string_messages
 from lftrack.ratelimit import Limit, ip_key, rate_limit, token_key
 
-# Every request counts, whatever its outcome (docs/api.md, rate limits).
+# Every request counts, whatever its outcome (docs/api.md, "Rate limits").
 LEADS_PER_TOKEN = Limit("campaign-leads-token", token_key, "RATELIMIT_CAMPAIGN_LEADS_TOKEN")
 LEADS_PER_IP = Limit("campaign-leads-ip", ip_key, "RATELIMIT_CAMPAIGN_LEADS_IP")
 EVENTS_PER_TOKEN = Limit("email-events-token", token_key, "RATELIMIT_EMAIL_EVENTS_TOKEN")
