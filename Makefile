@@ -79,7 +79,8 @@ worker: $(STAMP) .env
 clean:
 	rm -rf $(VENV) .pgdata
 
-# The back office's pictures of the README and docs/backoffice.md (docs/screenshots/): a demo-like workspace, headless Chromium at 1366 px
-# and 390 px; the same test checks in every suite run that no page or list is wider than the screen.
+# The back office's pictures of the README and docs/backoffice.md (docs/screenshots/): a demo-like workspace,
+# headless Chromium at 1366 px and 390 px; the same test checks in every suite run that no page or list is
+# wider than the screen.
 screenshots: $(TEST_STAMP) sysdeps
 	SCREENSHOTS_DIR=docs/screenshots $(DB) $(PY) -m pytest -q tests/backoffice/test_screenshots.py

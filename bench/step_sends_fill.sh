@@ -19,7 +19,8 @@ export PGOPTIONS="-c client_min_messages=warning"
 psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
 trap 'psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $DB"' EXIT
 .venv/bin/python manage.py migrate -v 0
-FILL=$(.venv/bin/python -c 'import importlib; print(importlib.import_module("rollups.migrations.0007_daily_step_sends").FILL)')
+MIGRATION=rollups.migrations.0007_daily_step_sends
+FILL=$(.venv/bin/python -c "import importlib; print(importlib.import_module('$MIGRATION').FILL)")
 psql "$DATABASE_URL" -q <<SQL
 CREATE SCHEMA bench;
 CREATE TABLE bench.campaigns_emailsend (LIKE public.campaigns_emailsend INCLUDING ALL);

@@ -66,7 +66,8 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 # connection and batch size (lftrack/db.py). No row for an unknown key, and then no click.
 # Rows of VALUES, not arrays through unnest(): psycopg adapts ten lists in 0.1 ms more Python per
 # statement than the same values as scalars; `$n` placeholders, as psycopg would otherwise parse a
-# statement of more than 50 parameters anew each time (lftrack/db.py; docs/benchmarks.md, "One statement for a batch of clicks").
+# statement of more than 50 parameters anew each time (lftrack/db.py; docs/benchmarks.md, "One statement for
+# a batch of clicks").
 # The same statement writes a `click.created` webhook event per recorded click of a workspace with an
 # endpoint that asked for clicks, returned in rows of their own (n NULL); else it costs a probe of an
 # empty index per click (docs/benchmarks.md, "The redirect's click.created").

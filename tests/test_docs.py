@@ -171,7 +171,8 @@ def test_a_renamed_heading_a_missing_test_or_a_figure_not_in_its_section_fails(t
     (tmp_path / "docs" / "concurrency.md").write_text("# Concurrency\n\n## Fair share\n")
     (tmp_path / "batch.py").write_text('# 9 µs a click in batches of 16 (docs/benchmarks.md, "Group commit").\n')
     (tmp_path / "queue.py").write_text(
-        '# (docs/concurrency.md, "Fair shares"; docs/api.md, "Errors"; README, Configuration; tests/test_x.py::test_x)\n'
+        '# (docs/concurrency.md, "Fair shares"; docs/api.md, "Errors"; README, Configuration;\n'
+        "# tests/test_x.py::test_x)\n"
         '# docs/matching.md, "not a heading"\n'
     )
     assert sorted(problems(tmp_path)) == sorted(
@@ -181,8 +182,8 @@ def test_a_renamed_heading_a_missing_test_or_a_figure_not_in_its_section_fails(t
             'queue.py:1: docs/concurrency.md has no heading "Fair shares"',
             "queue.py:1: docs/api.md does not exist",
             'queue.py:1: quote the heading: README, "Configuration"',
-            "queue.py:1: no test tests/test_x.py::test_x",
-            "queue.py:2: docs/matching.md does not exist",
+            "queue.py:2: no test tests/test_x.py::test_x",
+            "queue.py:3: docs/matching.md does not exist",
             'batch.py:1: 9 is not in docs/benchmarks.md, "Group commit"',
         ]
     )

@@ -1,4 +1,4 @@
-"""Apps import one way (docs/architecture.md, "The layers"): every module's imports, read from its source, obey the layers."""
+"""Apps import one way (docs/architecture.md, "The layers"): every module's imports, read from its source, obey it."""
 
 import ast
 from pathlib import Path
