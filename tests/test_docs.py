@@ -216,3 +216,18 @@ def test_the_readme_is_a_front_door():
     assert "docs/screenshots/dashboard-1366.png" in readme
     first_block = re.search(r"^```\w*\n(.*?)^```", readme, re.M | re.S)[1]
     assert [line.split()[:2] for line in first_block.splitlines()] == [["make", "run"], ["make", "test"]]
+
+
+def test_the_log_entries_the_current_figures_name_exist():
+    """docs/benchmarks.md closes each section with the docs/benchmarks-log.md entries behind its figures."""
+    current = (BASE_DIR / "docs" / "benchmarks.md").read_text()
+    log = set().union(*map(names, headings((BASE_DIR / "docs" / "benchmarks-log.md").read_text())))
+    named = [
+        one_line(name)
+        for entries in re.findall(
+            r"Entr(?:y|ies):\s+(?:docs/benchmarks-log.md,\s+)?((?:\"[^\"]+\"(?:,\s+)?)+)", current
+        )
+        for name in re.findall(r"\"([^\"]+)\"", entries)
+    ]
+    assert len(named) >= 20
+    assert [name for name in named if name not in log] == []
