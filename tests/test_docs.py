@@ -41,30 +41,26 @@ def text_files(root: Path) -> list[Path]:
     return files
 
 
-def headings(markdown: str) -> list[str]:
-    """The text of every heading outside code blocks, without its #s and backticks."""
+def outline(markdown: str) -> list[tuple[str, list[str]]]:
+    """Each heading outside code blocks (its text without #s and backticks) with the lines under it."""
     found, fenced = [], False
     for line in markdown.splitlines():
         if line.startswith("```"):
             fenced = not fenced
-        elif not fenced and (match := re.match(r"#{1,6} (.+)", line)):
-            found.append(match[1].replace("`", "").strip())
+        if not fenced and (match := re.match(r"#{1,6} (.+)", line)):
+            found.append((match[1].replace("`", "").strip(), []))
+        elif found:
+            found[-1][1].append(line)
     return found
+
+
+def headings(markdown: str) -> list[str]:
+    return [heading for heading, _ in outline(markdown)]
 
 
 def sections(markdown: str) -> dict[str, str]:
     """The text under each heading (to the next heading of any level), by each name of the heading."""
-    found, current, fenced = {}, [], False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        if not fenced and (match := re.match(r"#{1,6} (.+)", line)):
-            current = []
-            for name in names(match[1].replace("`", "").strip()):
-                found[name] = current
-        else:
-            current.append(line)
-    return {name: " ".join(" ".join(lines).split()) for name, lines in found.items()}
+    return {name: " ".join(" ".join(lines).split()) for heading, lines in outline(markdown) for name in names(heading)}
 
 
 def cited_figures(text: str, end: int) -> list[str]:
