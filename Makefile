@@ -28,11 +28,11 @@ $(TEST_STAMP): $(STAMP)
 # Local development settings for manage.py, written once (git-ignored): DEBUG, a SECRET_KEY of this
 # checkout's own (sessions outlive a restart), and the embedded database unless DATABASE_URL is set.
 .env:
-	@umask 077 && $(PYTHON) -c 'import secrets; print("# Development settings for manage.py in this checkout, written by make run (git-ignored).\n# The environment wins over them; production sets its own (README, Running in production).\nDEBUG=1\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\n# embedded: the embedded PostgreSQL in .pgdata/ (lftrack/devdb.py); or postgres://USER@HOST:5432/NAME\nDATABASE_URL=embedded")' > .env
+	@umask 077 && $(PYTHON) -c 'import secrets; print("# Development settings for manage.py in this checkout, written by make run (git-ignored).\n# The environment wins over them; production sets its own (docs/deployment.md, \"Running in production\").\nDEBUG=1\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\n# embedded: the embedded PostgreSQL in .pgdata/ (lftrack/devdb.py); or postgres://USER@HOST:5432/NAME\nDATABASE_URL=embedded")' > .env
 	@echo "make: wrote .env (DEBUG=1, a new SECRET_KEY, the embedded database) for manage.py"
 
 # make run always uses DEBUG; the database is DATABASE_URL's, or the embedded one. Webhook endpoints on
-# this machine (http://127.0.0.1:...) are allowed, for a local receiver (README, "Webhooks").
+# this machine (http://127.0.0.1:...) are allowed, for a local receiver (docs/webhooks.md, "Endpoints").
 DEV := DEBUG=1 WEBHOOKS_ALLOW_PRIVATE_NETWORKS=1
 run: $(STAMP) .env
 	@$(DEV) $(DB) sh -c '\
@@ -79,7 +79,8 @@ worker: $(STAMP) .env
 clean:
 	rm -rf $(VENV) .pgdata
 
-# The back office's pictures in the README (docs/screenshots/): a demo-like workspace, headless Chromium at 1366 px
-# and 390 px; the same test checks in every suite run that no page or list is wider than the screen.
+# The back office's pictures of the README and docs/backoffice.md (docs/screenshots/): a demo-like workspace,
+# headless Chromium at 1366 px and 390 px; the same test checks in every suite run that no page or list is
+# wider than the screen.
 screenshots: $(TEST_STAMP) sysdeps
 	SCREENSHOTS_DIR=docs/screenshots $(DB) $(PY) -m pytest -q tests/backoffice/test_screenshots.py

@@ -6,7 +6,8 @@ import os
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # One process per core (Python runs one thread at a time per process) with a few threads each, so a
 # process keeps its core busy while a thread waits on PostgreSQL or Redis; threads also keep client
-# connections alive. The shape measured in docs/benchmarks.md (bench/conversions.sh uses this file).
+# connections alive. The shape measured in docs/benchmarks.md, "POST /api/v1/conversions" (bench/conversions.sh
+# uses this file).
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 # A request that takes 30 s is stuck (a lost database); kill it rather than hold the worker.

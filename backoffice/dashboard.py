@@ -2,7 +2,7 @@
 the range before, with its top posts and links, where the clicks came from and the revenue per currency.
 
 Every number comes from the daily roll-ups plus the rows not yet rolled up (rollups/selectors.py): three
-statements whatever the range or the size of the workspace (docs/benchmarks.md, "Dashboard").
+statements whatever the range or the size of the workspace (docs/benchmarks.md, "Dashboard and back-office pages").
 """
 
 from dataclasses import dataclass

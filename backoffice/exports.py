@@ -1,7 +1,7 @@
 """CSV exports of a list page's rows, as filtered and searched on the page, streamed in constant memory.
 
 django-import-export's export builds the whole file as a tablib Dataset before the first byte goes out
-(its memory grows with the rows: README, "Dependencies and why"); this streams instead. The rows are read
+(its memory grows with the rows: docs/architecture.md, "Dependencies and why"); this streams instead. The rows are read
 in keyset chunks by id, newest first, each chunk a query of its own: no server-side cursor held open for
 the length of a download, and rows added meanwhile never show up half-way.
 """

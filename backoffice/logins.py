@@ -1,5 +1,5 @@
 """Back-office sign-in lockouts: django-axes counting wrong passwords per account and address, per address, and per
-account from addresses it never signed in from (README, "Security")."""
+account from addresses it never signed in from (docs/security.md, "Back-office logins")."""
 
 from axes.attempts import get_cool_off_threshold
 from axes.handlers.database import AxesDatabaseHandler

@@ -17,7 +17,7 @@ from lftrack.pagination import page_out, page_position
 from lftrack.parsers import parse, request_json
 from lftrack.ratelimit import READ_LIMITS, Limit, ip_key, rate_limit, token_key
 
-# Every request counts, whatever its outcome (docs/api.md, rate limits).
+# Every request counts, whatever its outcome (docs/api.md, "Rate limits").
 LEADS_PER_TOKEN = Limit("campaign-leads-token", token_key, "RATELIMIT_CAMPAIGN_LEADS_TOKEN")
 LEADS_PER_IP = Limit("campaign-leads-ip", ip_key, "RATELIMIT_CAMPAIGN_LEADS_IP")
 EVENTS_PER_TOKEN = Limit("email-events-token", token_key, "RATELIMIT_EMAIL_EVENTS_TOKEN")

@@ -263,7 +263,7 @@ def campaign_enroll(
     pending: bool = False,
     held_name: str = "",
 ) -> LeadResult:
-    """Enroll a matched contact (docs/enrollment.md, the outcomes table), inside the caller's transaction.
+    """Enroll a matched contact (docs/enrollment.md, "Outcomes of enrolling"), inside the caller's transaction.
 
     `created` says this request created the contact (outcome `created`; no enrollment can exist yet).
     Reads only `pk` and `workspace_id` of `campaign`. `conversion_id` is the conversion that enrolled

@@ -24,5 +24,6 @@ def is_bot(*, user_agent: str, meta: dict) -> bool:
 @functools.lru_cache(maxsize=10_000)
 def _is_crawler(user_agent: str) -> bool:
     """Kept for the 10,000 latest user agents of the process: the list is one large regular expression, and
-    a click's visitors share a few user agents (35,000 instructions a redirect saved: docs/benchmarks.md)."""
+    a click's visitors share a few user agents (35,000 instructions a redirect saved: docs/benchmarks.md,
+    "Per-process caches on the redirect")."""
     return _detector.isCrawler(user_agent)

@@ -35,7 +35,7 @@ def destination_with_click_id(destination: str, click_id: str) -> str:
 def _click_id_slot(destination: str) -> tuple[str, str]:
     """What comes before and after the click id in `destination`'s redirect: parsed once per destination
     and process (10,000 kept), since parsing and rebuilding the URL cost each redirect 0.1 M instructions
-    (a tenth of a click's Python: docs/benchmarks.md, "GET /l/<key>")."""
+    (a tenth of a click's Python: docs/benchmarks.md, "Per-process caches on the redirect")."""
     parts = urlsplit(destination)
     kept = [p for p in parts.query.split("&") if p and unquote(p.split("=", 1)[0]) != CLICK_PARAM]
     kept.append(f"{CLICK_PARAM}=")
@@ -66,10 +66,11 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 # connection and batch size (lftrack/db.py). No row for an unknown key, and then no click.
 # Rows of VALUES, not arrays through unnest(): psycopg adapts ten lists in 0.1 ms more Python per
 # statement than the same values as scalars; `$n` placeholders, as psycopg would otherwise parse a
-# statement of more than 50 parameters anew each time (lftrack/db.py; docs/benchmarks.md, "GET /l/<key>").
+# statement of more than 50 parameters anew each time (lftrack/db.py; docs/benchmarks.md, "One statement for
+# a batch of clicks").
 # The same statement writes a `click.created` webhook event per recorded click of a workspace with an
 # endpoint that asked for clicks, returned in rows of their own (n NULL); else it costs a probe of an
-# empty index per click (docs/benchmarks.md, "Webhooks").
+# empty index per click (docs/benchmarks.md, "The redirect's click.created").
 @functools.cache
 def _follow_sql(size: int) -> str:
     rows = (
@@ -146,7 +147,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
 
 
 # One statement per batch size, prepared as each size first occurs. 16 at most: PostgreSQL's CPU per click
-# falls from 187 µs alone to 44 µs in 16, and rises again in 32 (docs/benchmarks.md, "GET /l/<key>").
+# falls from 187 µs alone to 44 µs in 16, and rises again in 32 (docs/benchmarks.md, "Group commit").
 _visits = Batcher(_visits_record, max_batch=16)
 
 

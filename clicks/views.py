@@ -82,8 +82,8 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
 def _uri(destination: str) -> str:
     """The Location that HttpResponseRedirect sends for `destination` (an IRI made a URI; DisallowedRedirect,
     a 400, for a scheme other than http, https or ftp), worked out once per destination and process: it
-    cost each redirect 50,000 instructions (docs/benchmarks.md, "GET /l/<key>"). The click id is URL-safe,
-    so adding it afterwards gives the same URI."""
+    cost each redirect 50,000 instructions (docs/benchmarks.md, "Per-process caches on the redirect"). The click
+    id is URL-safe, so adding it afterwards gives the same URI."""
     return HttpResponseRedirect(destination)["Location"]
 
 

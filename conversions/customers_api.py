@@ -1,6 +1,6 @@
 """GET /api/v1/customers, /customers/{id} and /customers/{id}/activity (docs/api.md): the workspace's contacts as an
 integrator reads them back, with their totals and suppression. Here, not in `customers`, because the
-totals are conversions' and suppression is campaigns' (the apps import one way: docs/architecture.md, "Layout")."""
+totals are conversions' and suppression is campaigns' (the apps import one way: docs/architecture.md, "The layers")."""
 
 from django.db.models import Q
 from drf_spectacular.utils import extend_schema

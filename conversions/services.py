@@ -23,7 +23,7 @@ from lftrack.errors import Unprocessable
 from webhooks.outbox import emitted_sql, event_queue
 from workspaces.models import Workspace
 
-# A retried sale replays the first answer for this long (docs/api.md, Idempotency-Key); older keys count as new.
+# A retried sale replays the first answer for this long (docs/api.md, "Idempotency-Key"); older keys count as new.
 IDEMPOTENCY_TTL = timedelta(hours=24)
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -224,7 +224,7 @@ def conversion_enroll(
 
 
 # One click is one visit of one person: past this many pixel leads on it, the pixel's answer is the
-# latest of them and nothing is stored (docs/api.md, the pixel).
+# latest of them and nothing is stored (docs/pixel.md, "POST /api/v1/browser/conversions").
 PIXEL_LEADS_PER_CLICK = 3
 
 

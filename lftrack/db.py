@@ -21,7 +21,7 @@ class _PreparingNumberedCursor(RawCursorMixin, _PreparingCursor):
     """The same for statements written with PostgreSQL's own `$1` placeholders, sent as they are written: psycopg
     parses a `%s` statement for its placeholders on every execution once it has more than 50 parameters (it
     keeps the result only below that), which cost the redirect's statement for 8 clicks (80 parameters)
-    1.5 M instructions (docs/benchmarks.md, "GET /l/<key>")."""
+    1.3 M instructions more (docs/benchmarks.md, "One statement for a batch of clicks")."""
 
 
 class _NumberedCursor(RawCursorMixin, ServerBindingCursor):

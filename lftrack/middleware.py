@@ -126,7 +126,7 @@ class ProbeMiddleware:
 
 # The API and the redirect authenticate by token or need no one at all: sessions, users and messages
 # are for the pages (the back office, the links of our emails). Skipping them there saves what
-# docs/benchmarks.md ("Middleware for the pages only") measures, in one settings module.
+# docs/benchmarks.md, "Middleware for the pages only", measures, in one settings module.
 BARE_PATHS = ("/api/", "/l/")
 
 

@@ -3,7 +3,7 @@
 The counters are our own (key format and windows below), not django-ratelimit's: counting every limit of
 a request in one Redis round trip needs their keys, which django-ratelimit keeps private, and its public
 get_usage() spends three round trips per limit (ADD, EXISTS, INCR): 0.3 ms per limit on this machine
-against 0.1 ms for all of them (docs/benchmarks.md, "POST /api/v1/conversions").
+against 0.1 ms for all of them (docs/benchmarks.md, "Rate limits in one Redis command").
 
 A request refused at authentication counts too: DRF's exception handler is `exception_handler` below,
 which counts it and hands over to lftrack/errors.py for the answer.
@@ -42,7 +42,7 @@ def client_ip(request: HttpRequest) -> str:
     by the client and must not be trusted (it would let anyone dodge the per-IP limit).
 
     By hand, not django-ipware: every API request asks, and ipware took 19 to 27 µs a call against 0.3 µs
-    here (185,000 more instructions per conversion request, +5%: docs/benchmarks.md, "Library swaps").
+    here (187,000 more instructions per conversion request, +5%: docs/benchmarks.md, "Library swaps").
     """
     remote = request.META.get("REMOTE_ADDR", "")
     hops = settings.TRUSTED_PROXY_COUNT

@@ -1,4 +1,4 @@
-"""Settings, all from the environment (README, "Configuration"); one module for every deployment."""
+"""Settings, all from the environment (docs/configuration.md); one module for every deployment."""
 
 import re
 import warnings
@@ -190,9 +190,9 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", True
 # The API's hot statements are prepared once per connection (lftrack/db.py). Turn off behind a
 # connection pooler in transaction mode that cannot carry prepared statements.
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
-# Deadlines (README, "Configuration"). A connection attempt gives up after DB_CONNECT_TIMEOUT seconds;
+# Deadlines (docs/configuration.md). A connection attempt gives up after DB_CONNECT_TIMEOUT seconds;
 # a statement after DB_STATEMENT_TIMEOUT ms, a lock wait after DB_LOCK_TIMEOUT ms (the API's statements
-# take milliseconds, the admin's pages tens of them at a million contacts: docs/benchmarks.md); a web
+# take milliseconds, the admin's pages tens of them at a million contacts: docs/benchmarks.md, "Data growth"); a web
 # request still waiting on the database after REQUEST_DEADLINE seconds has its connection cut
 # (lftrack/deadline.py); /readyz waits READY_TIMEOUT seconds. Each answers 503 "service unavailable".
 # migrate and roll_up_numbers lift the statement and lock timeouts for their own connection.
@@ -230,7 +230,7 @@ if REDIS_URL:
         }
     }
 else:
-    # One process only: counters are not shared between workers (README, Configuration).
+    # One process only: counters are not shared between workers (docs/configuration.md).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 RATELIMIT_USE_CACHE = "default"
@@ -315,7 +315,7 @@ WEBHOOK_SECRET_OVERLAP_HOURS = env_int("WEBHOOK_SECRET_OVERLAP_HOURS", 24)
 WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30)
 
 # The task engine (procrastinate): `manage.py procrastinate worker` runs the webhooks and the periodic
-# jobs (README, "Operations"). Tasks live in each app's tasks.py.
+# jobs (docs/deployment.md, "The background worker"). Tasks live in each app's tasks.py.
 PROCRASTINATE_WORKER_DEFAULTS = {"concurrency": env_int("WORKER_CONCURRENCY", 8)}
 # Imported when the worker starts or a job is first queued, not at every process's start.
 PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
@@ -353,7 +353,7 @@ API_MAX_BODY_BYTES = 64 * 1024
 HOOK_MAX_BODY_BYTES = 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = HOOK_MAX_BODY_BYTES
 
-# HTTPS deployments turn these on (README, "Running in production", whose block `check --deploy` passes
+# HTTPS deployments turn these on (docs/deployment.md, "Running in production", whose block `check --deploy` passes
 # cleanly: tests/test_deploy_check.py); they stay off so `make run` works on plain http.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)

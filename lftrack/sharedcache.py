@@ -3,7 +3,7 @@
 Neither Django's cache API nor a redis-py client: Django's RedisCache builds a new redis.Redis for every
 operation (its constructor fills ~170 response callbacks, ~0.3 ms here), and even a kept client's call
 (connection pool, retries, response callbacks) cost 95 µs of CPU against 36 µs for the same EVALSHA
-sent on a redis-py Connection taken once from the cache's pool (docs/benchmarks.md, "GET /l/<key>").
+sent on a redis-py Connection taken once from the cache's pool (docs/benchmarks.md, "A kept Redis connection").
 Each thread has its own cache object (Django's caches are per thread), so no connection is shared.
 """
 

@@ -215,7 +215,7 @@ def campaign_step_sends(*, campaign_id: int, since: date) -> dict:
     of `sent_at` from `since` on: {"steps": {position: {"sent": n, "failed": n}}, "days": {(day, position): n}}.
     Exact at this moment: the daily roll-up plus the delta log's send rows above its watermark, one statement
     through the (campaign, position, day) and (campaign, id) indexes, a row per step and day however many
-    emails went (docs/benchmarks.md, "Campaign funnel")."""
+    emails went (docs/benchmarks.md, "The campaign funnel")."""
     steps: dict[int, dict[str, int]] = {}
     days: dict[tuple[date, int], int] = {}
     with connection.cursor() as cursor:

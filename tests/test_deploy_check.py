@@ -1,4 +1,4 @@
-"""`manage.py check --deploy` with the README's production block prints no warning, and fails without mail."""
+"""`manage.py check --deploy` with docs/deployment.md's production block prints no warning, and fails without mail."""
 
 import os
 import re
@@ -15,9 +15,9 @@ BASE_DIR = Path(__file__).resolve().parents[1]
 
 
 def production_block() -> dict[str, str]:
-    """The `export` lines of README's "Running in production" block, as the shell would set them."""
-    readme = (BASE_DIR / "README.md").read_text()
-    section = readme.split("## Running in production", 1)[1].split("\n## ", 1)[0]
+    """The `export` lines of docs/deployment.md, "Running in production", as the shell would set them."""
+    page = (BASE_DIR / "docs" / "deployment.md").read_text()
+    section = page.split("## Running in production", 1)[1].split("\n## ", 1)[0]
     env = {}
     for line in section.splitlines():
         line = line.strip()
@@ -40,7 +40,7 @@ def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.django_db
-def test_the_readme_production_block_passes_check_deploy_cleanly():
+def test_the_documented_production_block_passes_check_deploy_cleanly():
     env = {**os.environ, **production_block(), "DATABASE_URL": database_url(), "DEBUG": "0"}
     assert env["SECURE_HSTS_SECONDS"] == "31536000" and env["EMAIL_URL"].startswith("smtp")
     result = check_deploy(env)

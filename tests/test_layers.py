@@ -1,4 +1,4 @@
-"""Apps import one way (docs/architecture.md, "Layout"): every module's imports, read from its source, obey the layers, and no
+"""Apps import one way (docs/architecture.md, "The layers"): every module's imports, read from its source, obey the layers, and no
 module reaches itself through its imports."""
 
 import ast

@@ -1,6 +1,7 @@
-"""The README's ```console blocks, run top to bottom on a fresh database: each command works as written
-and prints what the README shows (`...` stands for any text: secrets, times). Its curl examples, run in
-order against a server with `make run`'s demo data: each answers the status and JSON shape it shows."""
+"""Every example of the README and docs/ runs. The ```console sessions (docs/cli.md), top to bottom on a fresh
+database: each command works as written and prints what the page shows (`...` stands for any text: secrets,
+times). The curl examples (the README's tour, then docs/), in order against a server with `make run`'s demo
+data: each answers the status and JSON shape it shows. A page with an example in neither list fails."""
 
 import io
 import itertools
@@ -43,9 +44,13 @@ def test_console_steps_and_wildcards():
     assert not shows('{"id": 1}', '{"id": 12}')
 
 
+# The console sessions: their commands, in this order, on one fresh database.
+CONSOLE_FILES = ["docs/cli.md"]
+
+
 @pytest.mark.django_db(transaction=True, reset_sequences=True)
-def test_the_readme_commands_run_in_order_and_print_what_it_shows():
-    steps = console_steps((BASE_DIR / "README.md").read_text())
+def test_the_console_sessions_run_in_order_and_print_what_they_show():
+    steps = [step for name in CONSOLE_FILES for step in console_steps((BASE_DIR / name).read_text())]
     assert len(steps) >= 15
     # The checkout's .env (from make run) is left out: the commands get exactly this environment.
     env = {**os.environ, "DATABASE_URL": database_url(), "DEBUG": "1", "ENV_FILE": "", "LOG_FORMAT": "text"}
@@ -63,8 +68,8 @@ def test_the_readme_commands_run_in_order_and_print_what_it_shows():
 
 
 # The API examples: the curl blocks of these files, run in this order against one server and database
-# (a file's examples may rely on what an earlier one made). docs/*.md can be added here.
-EXAMPLE_FILES = ["README.md"]
+# (a file's examples may rely on what an earlier one made: docs/api.md goes on from the README's tour).
+EXAMPLE_FILES = ["README.md", "docs/api.md", "docs/pixel.md", "docs/email.md"]
 # The settings `make run` serves with (the Makefile's DEV): what the examples are written against.
 MAKE_RUN_ENV = dict(
     setting.split("=", 1)
@@ -242,16 +247,24 @@ def test_the_api_examples_answer_what_they_show(tmp_path):
             answer_of(example, result.stdout, values)
 
 
+def test_every_page_with_examples_has_them_run():
+    """A curl example or a console session on a page that neither list names would never run."""
+    pages = ["README.md", *sorted(p.relative_to(BASE_DIR).as_posix() for p in (BASE_DIR / "docs").glob("*.md"))]
+    with_curl = [page for page in pages if curl_examples((BASE_DIR / page).read_text(), page)]
+    with_console = [page for page in pages if console_steps((BASE_DIR / page).read_text())]
+    assert (with_curl, with_console) == (sorted(EXAMPLE_FILES), sorted(CONSOLE_FILES))
+
+
 def test_the_worker_runs_every_periodic_job_and_the_deployment_doc_asks_for_no_cron():
-    """The README's table of the worker's jobs names every periodic task, and docs/deployment.md asks for no
-    cron line for what the worker runs (it asked for `idempotency purge` from cron)."""
+    """docs/deployment.md's table of the worker's jobs names every periodic task, and the page asks for no cron
+    line for what the worker runs (it once asked for `idempotency purge` from cron)."""
     from procrastinate.contrib.django import app
 
     app.perform_import_paths()
     periodic = {task.task.name for task in app.periodic_registry.periodic_tasks.values()}
-    readme = (BASE_DIR / "README.md").read_text()
-    table = readme[readme.index("| job (on the task engine, procrastinate) |") :].split("\n\n", 1)[0]
-    assert periodic and periodic <= set(re.findall(r"`([\w.]+)`", table))
     deployment = (BASE_DIR / "docs" / "deployment.md").read_text()
-    cron = [line for line in deployment.splitlines() if re.search(r"\bcron\b", line, re.I)]
-    assert all("no cron" in line.lower() for line in cron), cron
+    table = deployment[deployment.index("| job (on the task engine, procrastinate) |") :].split("\n\n", 1)[0]
+    assert periodic and periodic <= set(re.findall(r"`([\w.]+)`", table))
+    # Outside the table (its last column names the cron lines the worker replaces), cron only as "no cron".
+    cron = [line for line in deployment.splitlines() if not line.startswith("|") and re.search(r"\bcron\b", line, re.I)]
+    assert cron and all(re.search(r"\b(no|nothing needs) cron\b", line, re.I) for line in cron), cron

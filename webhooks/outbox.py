@@ -9,7 +9,7 @@ attempt and replay sends the same body), one Delivery row per endpoint that want
 sending job per endpoint and batch. The request pays
 two statements per event, and nothing but the building of those rows happens on its thread: building
 the object and the deliveries right after the commit cost 8 ms of CPU per conversion in the request
-(docs/benchmarks.md, "Webhooks").
+(docs/benchmarks.md, "What the outbox costs a conversion").
 
 The redirect, a conversion and a new customer write their event (`click.created`, `lead.created`,
 `sale.created`, `customer.created`) in the statement that writes the click, the conversion or the customer

@@ -128,7 +128,7 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
 
     One indexed lookup by prefix, digests compared in constant time; or this process's copy of that
     lookup while the token generation in Redis is the one it was read under (one GET instead of the
-    query: docs/benchmarks.md, "POST /api/v1/conversions"). Without Redis, every request reads the
+    query: docs/benchmarks.md, "Tokens kept per process"). Without Redis, every request reads the
     database: no copy is ever served that a revocation could not invalidate.
     """
     if not _TOKEN_RE.match(secret):

@@ -1,8 +1,8 @@
 """Trigram indexes for the admin's contact search.
 
 The admin searches with `icontains`, which PostgreSQL runs as `UPPER(col::text) LIKE UPPER('%term%')`:
-no b-tree helps, so on a million contacts every search was a full scan (1.1 s measured). A GIN
-trigram index on exactly that expression serves it (15 ms; docs/benchmarks.md). Built CONCURRENTLY so
+no b-tree helps, so on a million contacts every search was a full scan (1.1 s measured: docs/benchmarks.md,
+"Contact search"). A GIN trigram index on exactly that expression serves it. Built CONCURRENTLY so
 a live contacts table keeps taking writes.
 """
 

@@ -1,6 +1,6 @@
 """The back office as a person sees it, at 1366 px and 390 px wide, on a demo-like workspace: nothing wider than the
 screen, and no list cut off. The pictures go to test-artifacts/; `make screenshots` writes them to docs/screenshots/
-(SCREENSHOTS_DIR), where the README shows them."""
+(SCREENSHOTS_DIR), where the README and docs/backoffice.md show them."""
 
 import os
 import random

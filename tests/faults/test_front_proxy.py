@@ -23,7 +23,7 @@ pytestmark = pytest.mark.fault
 SLOW_CLIENTS = 16  # each holds a connection open, sending a header line every 2 s and never finishing
 PROBES = 8
 HOST = "track.example.test"
-# The README's "Running in production" settings that touch the front: https only, behind proxies.
+# The settings of docs/deployment.md, "Running in production", that touch the front: https only, behind proxies.
 PRODUCTION = {
     "ALLOWED_HOSTS": HOST,
     "SECURE_SSL_REDIRECT": "1",
@@ -125,7 +125,7 @@ def front(gunicorn, tmp_path):
 
 @pytest.fixture
 def production(transactional_db):
-    """The base URL of a gunicorn with the README's production https settings."""
+    """The base URL of a gunicorn with the production https settings of docs/deployment.md."""
     with running_gunicorn(database=database_url(), **PRODUCTION) as (base, _):
         yield base
 

@@ -1,4 +1,4 @@
-"""`manage.py campaign create|add-email|activate-email|enroll|stop|pause|resume` (README, "Operator CLI")."""
+"""`manage.py campaign create|add-email|activate-email|enroll|stop|pause|resume` (docs/cli.md, "Campaigns")."""
 
 from django.core.management.base import CommandError
 

@@ -1,4 +1,4 @@
-"""`manage.py suppress WORKSPACE EMAIL --reason unsubscribed|bounced|complained` (README, "Operator CLI")."""
+"""`manage.py suppress WORKSPACE EMAIL --reason unsubscribed|bounced|complained` (docs/cli.md, "Campaigns")."""
 
 from django.core.management.base import CommandError
 

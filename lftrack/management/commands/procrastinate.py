@@ -1,6 +1,6 @@
 """`manage.py procrastinate ...`: the task engine's own command (the worker, `defer`, `shell`, ...), whose
 few lines of its own ("Launching a worker on all queues", the reason it stops) are logged like every other
-line of the process instead of printed as plain text (README, "Running in production", on logs)."""
+line of the process instead of printed as plain text (docs/deployment.md, "Logs")."""
 
 import logging
 
