@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "conversions",
     "campaigns",
     "rollups",
+    "payments",
 ]
 
 MIDDLEWARE = [
@@ -250,6 +251,10 @@ RATELIMIT_WEBHOOKS_IP = env.str("RATELIMIT_WEBHOOKS_IP", default="600/m")
 # The email providers' webhooks (campaigns/provider_hooks.py): calls per workspace (providers post one
 # event a call in bursts, and retry a 429 later); wrong secrets count against RATELIMIT_EMAIL_EVENTS_IP.
 RATELIMIT_EMAIL_HOOKS = env.str("RATELIMIT_EMAIL_HOOKS", default="6000/m")
+# The payment providers' webhooks (payments/views.py): deliveries per connection (a provider retries a 429), and
+# refused ones (an unknown address, a bad signature) per client address.
+RATELIMIT_PAYMENT_HOOKS = env.str("RATELIMIT_PAYMENT_HOOKS", default="6000/m")
+RATELIMIT_PAYMENT_HOOK_FAILURES_IP = env.str("RATELIMIT_PAYMENT_HOOK_FAILURES_IP", default="60/m")
 # Clicks recorded per client address: past it the redirect still answers, without a click id.
 RATELIMIT_REDIRECT_IP = env.str("RATELIMIT_REDIRECT_IP", default="300/m")
 # Unsubscribe pages per client address (a person opens one; a guesser of signed links gets 400s).
