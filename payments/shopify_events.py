@@ -75,6 +75,8 @@ def shopify_read(body: bytes, headers) -> Reading:
         return reading
     try:
         reader(reading, payload)
+    except Unrecordable as error:  # well-formed, but no amount lftrack can store: logged, never retried
+        reading.action, reading.reason = "ignore", f"not recorded: {error}"
     except (KeyError, TypeError, AttributeError, ValueError):
         raise Unreadable("not the shape of this topic") from None
     return reading

@@ -2,7 +2,7 @@
 
 import json
 
-from payments.readings import Reading, Unreadable, amount_of, currency_of, obj, ref_of, text
+from payments.readings import Reading, Unreadable, Unrecordable, amount_of, currency_of, obj, ref_of, text
 
 # The version whose shapes are read; set it on the endpoint in Stripe's dashboard. Fields older versions put
 # elsewhere are read too (invoice.subscription, invoice.payment_intent, charge.refunds), so an endpoint left on
@@ -155,6 +155,8 @@ def stripe_read(body: bytes, headers) -> Reading:
         raise Unreadable("the event's object has no id")
     try:
         reader(reading, data)
+    except Unrecordable as error:  # well-formed, but no amount lftrack can store: logged, never retried
+        reading.action, reading.reason = "ignore", f"not recorded: {error}"
     except (KeyError, TypeError, AttributeError):
         raise Unreadable("not the shape of this event") from None
     return reading
