@@ -31,7 +31,7 @@ def test_fifty_parallel_deliveries_of_one_event_record_one_sale_and_one_refund(s
         for event in (sale_event, refund_event):
             body, headers = stripe_signed(event)
             with ThreadPoolExecutor(PARALLEL) as pool:
-                answers = list(pool.map(lambda _: post(url, body, headers), range(PARALLEL)))
+                answers = list(pool.map(post, [url] * PARALLEL, [body] * PARALLEL, [headers] * PARALLEL))
             assert {a.status_code for a in answers} == {200}
             outcomes = sorted(a.json()["outcome"] for a in answers)
             assert outcomes.count("duplicate") == PARALLEL - 1, outcomes
