@@ -317,6 +317,8 @@ WEBHOOK_FAILURES_TO_DISABLE = env_int("WEBHOOK_FAILURES_TO_DISABLE", 20)
 WEBHOOK_SECRET_OVERLAP_HOURS = env_int("WEBHOOK_SECRET_OVERLAP_HOURS", 24)
 # Events, deliveries and the delivery log are kept this long (a daily task deletes older ones).
 WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30)
+# The payment connections' delivery log is kept this long (payments/services.py, deliveries_purge).
+PAYMENT_LOG_RETENTION_DAYS = env_int("PAYMENT_LOG_RETENTION_DAYS", 30)
 
 # The task engine (procrastinate): `manage.py procrastinate worker` runs the webhooks and the periodic
 # jobs (README, "Operations"). Tasks live in each app's tasks.py.
@@ -329,6 +331,7 @@ PROCRASTINATE_IMPORT_PATHS = [
     "rollups.tasks",
     "conversions.tasks",
     "campaigns.tasks",
+    "payments.tasks",
 ]
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -10,7 +10,9 @@ a renewal before its checkout) keeps the provider's ids it waits for, and is pla
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
@@ -370,3 +372,13 @@ def delivery_answer(delivery: Delivery) -> dict:
     if delivery.refund_id is not None:
         answer["refund_id"] = delivery.refund_id
     return answer
+
+
+def deliveries_purge(*, now=None) -> int:
+    """The log past PAYMENT_LOG_RETENTION_DAYS goes (its bodies hold buyers' emails); an event still waiting for its
+    sale is kept three times as long. What the deliveries recorded (sales, refunds, references) stays."""
+    now = now or timezone.now()
+    keep = timedelta(days=settings.PAYMENT_LOG_RETENTION_DAYS)
+    done = Delivery.objects.filter(received_at__lt=now - keep, waiting_for=[])
+    stale = Delivery.objects.filter(received_at__lt=now - 3 * keep).exclude(waiting_for=[])
+    return done.delete()[0] + stale.delete()[0]

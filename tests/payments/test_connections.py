@@ -3,14 +3,17 @@ rotated with an overlap, disconnected; and Stripe's roll (two v1 signatures) ver
 
 import json
 import time
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 import stripe
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from payments.connections import connection_secret_set
-from payments.models import Connection
+from payments.models import Connection, Delivery
+from payments.services import deliveries_purge
 from tests.payments.conftest import hook_url
 from tests.payments.providers import post, sid, stripe_event, stripe_signed
 
@@ -74,3 +77,17 @@ def test_stripes_own_roll_sends_two_signatures_and_either_verifies(stripe_url):
     ours = stripe.WebhookSignature._compute_signature(f"{now}.{body}", "whsec_test_4eC39HqLyjWDarjtT1zdp7dc")
     header = f"t={now},v1={'0' * 64},v1={ours}"  # the retiring secret's signature first, as during Stripe's roll
     assert post(stripe_url, body.encode(), {"Stripe-Signature": header}).status_code == 200
+
+
+def test_the_log_is_purged_after_its_retention_but_waiting_events_are_kept_longer(acme, stripe_connection):
+    now = timezone.now()
+    for days, waiting in ((31, []), (29, []), (31, ["pi_1"]), (91, ["pi_2"])):
+        Delivery.objects.create(
+            workspace=acme,
+            connection=stripe_connection,
+            outcome="waiting" if waiting else "ignored",
+            waiting_for=waiting,
+            received_at=now - timedelta(days=days),
+        )
+    assert deliveries_purge(now=now) == 2
+    assert sorted(Delivery.objects.values_list("waiting_for", flat=True)) == [[], ["pi_1"]]
