@@ -195,13 +195,27 @@ def _reference(workspace: Workspace, provider: str, test: bool, kind: str, refs:
     return next((found[ref] for ref in refs if ref in found), None)
 
 
-def _keep(workspace: Workspace, provider: str, test: bool, kind: str, ref: str, **values) -> None:
-    """Create or update the reference; concurrent writers of one id settle on the unique index."""
-    if not ref:
+def _keep(
+    workspace: Workspace, provider: str, test: bool, kind: str, refs: list[str], *, update: tuple[str, ...], **values
+) -> None:
+    """The references of `refs` in one statement: new ones created with `values`, known ones given the `update`
+    fields of `values` (none: left as they are). INSERT ... ON CONFLICT: concurrent writers of one id never fail."""
+    rows = [
+        Reference(workspace=workspace, provider=provider, is_test=test, kind=kind, ref=ref, **values)
+        for ref in dict.fromkeys(refs)
+        if ref
+    ]
+    if not rows:
         return
-    Reference.objects.update_or_create(
-        workspace=workspace, provider=provider, is_test=test, kind=kind, ref=ref, defaults=values
-    )
+    if update:
+        Reference.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["workspace", "provider", "is_test", "kind", "ref"],
+            update_fields=list(update),
+        )
+    else:
+        Reference.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def _buyer(reading: Reading) -> dict[str, str] | None:
@@ -230,10 +244,8 @@ def _sale(workspace: Workspace, provider: str, reading: Reading, woken: list[str
     test = bool(reading.test)
     click, why = _click(workspace, provider, reading)
     if click is None:
-        for ref in reading.payment_refs:  # its refunds are then not attributed either, and wait with it
-            Reference.objects.get_or_create(
-                workspace=workspace, provider=provider, is_test=test, kind=Kind.PAYMENT, ref=ref
-            )
+        # Its refunds are then not attributed either, and wait with it.
+        _keep(workspace, provider, test, Kind.PAYMENT, reading.payment_refs, update=())
         # A checkout arriving after its first invoice (Stripe does not order them) plays this again.
         waiting = tuple(reading.click_refs) if reading.waits_for_click else ()
         return _Result(Outcome.NOT_ATTRIBUTED, why, waiting_for=waiting)
@@ -255,8 +267,7 @@ def _sale(workspace: Workspace, provider: str, reading: Reading, woken: list[str
     except InvoiceRecorded as recorded:
         sale = recorded.sale
         outcome, reason = Outcome.DUPLICATE, f"invoice {reading.invoice_id} was recorded before, as sale #{sale.pk}"
-    for ref in reading.payment_refs:
-        _keep(workspace, provider, test, Kind.PAYMENT, ref, conversion=sale)
+    _keep(workspace, provider, test, Kind.PAYMENT, reading.payment_refs, update=("conversion",), conversion=sale)
     _remember(workspace, provider, reading, click, sale.customer_id, explicit=bool(reading.click_id))
     woken.extend([*reading.payment_refs, reading.customer_ref, reading.subscription_ref])
     return _Result(outcome, reason, conversion_id=sale.pk)
@@ -268,26 +279,10 @@ def _remember(
     """The click a subscription came by (its first, for good) and a customer's latest named click: renewals and
     later purchases without a click id are attributed to them."""
     test = bool(reading.test)
-    if reading.subscription_ref:
-        Reference.objects.get_or_create(
-            workspace=workspace,
-            provider=provider,
-            is_test=test,
-            kind=Kind.SUBSCRIPTION,
-            ref=reading.subscription_ref,
-            defaults={"click": click, "customer_id": customer_id},
-        )
-    if reading.customer_ref and explicit:
-        _keep(workspace, provider, test, Kind.CUSTOMER, reading.customer_ref, click=click, customer_id=customer_id)
-    elif reading.customer_ref:
-        Reference.objects.get_or_create(
-            workspace=workspace,
-            provider=provider,
-            is_test=test,
-            kind=Kind.CUSTOMER,
-            ref=reading.customer_ref,
-            defaults={"click": click, "customer_id": customer_id},
-        )
+    values = {"click": click, "customer_id": customer_id}
+    _keep(workspace, provider, test, Kind.SUBSCRIPTION, [reading.subscription_ref], update=(), **values)
+    update = ("click", "customer") if explicit else ()
+    _keep(workspace, provider, test, Kind.CUSTOMER, [reading.customer_ref], update=update, **values)
 
 
 def _remember_checkout(workspace: Workspace, provider: str, reading: Reading, woken: list[str]) -> _Result:
@@ -309,8 +304,15 @@ def _link(workspace: Workspace, provider: str, reading: Reading, woken: list[str
     invoice = _reference(workspace, provider, bool(reading.test), Kind.PAYMENT, [reading.invoice_id])
     if invoice is None:
         return _Result(Outcome.WAITING, "its invoice has not arrived yet", waiting_for=(reading.invoice_id,))
-    for ref in reading.payment_refs:
-        _keep(workspace, provider, bool(reading.test), Kind.PAYMENT, ref, conversion_id=invoice.conversion_id)
+    _keep(
+        workspace,
+        provider,
+        bool(reading.test),
+        Kind.PAYMENT,
+        reading.payment_refs,
+        update=("conversion",),
+        conversion_id=invoice.conversion_id,
+    )
     woken.extend(reading.payment_refs)
     return _Result(Outcome.REMEMBERED, "payment linked to its invoice", conversion_id=invoice.conversion_id)
 
