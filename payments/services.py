@@ -190,7 +190,9 @@ def _reference(workspace: Workspace, provider: str, test: bool, kind: str, refs:
     """The first of `refs` known as `kind`, in their order."""
     found = {
         r.ref: r
-        for r in Reference.objects.filter(workspace=workspace, provider=provider, is_test=test, kind=kind, ref__in=refs)
+        for r in Reference.objects.filter(
+            workspace=workspace, provider=provider, is_test=test, kind=kind, ref__in=refs
+        ).select_related("click", "conversion")
     }
     return next((found[ref] for ref in refs if ref in found), None)
 
