@@ -10,7 +10,7 @@ client threads with kept connections, in one sitting:
 4. duplicate: the renewals' events delivered again (one indexed insert that conflicts, nothing recorded).
 
 Each event is signed beforehand by the stripe package's own helper (its five-minute tolerance covers the run).
-Prints requests per second, p50 and p99 latency and the non-2xx count of each phase, and checks the database
+Prints requests per second, p50 and p99 latency, the non-2xx count and gunicorn's CPU per request of each phase, and checks the database
 holds exactly one sale per event sent.
 
     .venv/bin/python bench/payments.py                  # 2,000 requests a phase
@@ -133,7 +133,19 @@ class Client:
         return response.status, time.perf_counter() - started
 
 
-def phase(name: str, client: Client, requests: list[tuple[str, bytes, dict]], concurrency: int) -> dict:
+def cpu_seconds(master: int) -> float:
+    """User + system CPU seconds of gunicorn's workers so far (/proc: the children of its master)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    total = 0
+    for pid in children:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def phase(name: str, client: Client, requests: list[tuple[str, bytes, dict]], concurrency: int, master: int) -> dict:
+    cpu = cpu_seconds(master)
     started = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         results = list(pool.map(lambda r: client.post(*r), requests))
@@ -146,6 +158,7 @@ def phase(name: str, client: Client, requests: list[tuple[str, bytes, dict]], co
         "p50_ms": round(statistics.median(latencies) * 1000, 1),
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1),
         "non_2xx": sum(1 for status, _ in results if not 200 <= status < 300),
+        "gunicorn_cpu_ms_per_request": round((cpu_seconds(master) - cpu) / len(results) * 1000, 2),
     }
     print(json.dumps(out), flush=True)
     return out
@@ -223,7 +236,7 @@ def main() -> None:
                 ),
             )
         warm = [(hook, *signed(event("customer.created", {"id": f"cus_{i}"}))) for i in range(200)]
-        phase("warm-up", client, warm, args.concurrency)
+        phase("warm-up", client, warm, args.concurrency, gunicorn.pid)
         reference = [
             (
                 "/api/v1/conversions",
@@ -239,10 +252,10 @@ def main() -> None:
             (hook, *signed(event("invoice.paid", renewal(*subscriptions[i % len(subscriptions)])))) for i in range(n)
         ]
         results = [
-            phase("reference: POST /api/v1/conversions", client, reference, args.concurrency),
-            phase("checkout.session.completed", client, sales, args.concurrency),
-            phase("invoice.paid renewal", client, renewals, args.concurrency),
-            phase("duplicate delivery", client, renewals, args.concurrency),
+            phase("reference: POST /api/v1/conversions", client, reference, args.concurrency, gunicorn.pid),
+            phase("checkout.session.completed", client, sales, args.concurrency, gunicorn.pid),
+            phase("invoice.paid renewal", client, renewals, args.concurrency, gunicorn.pid),
+            phase("duplicate delivery", client, renewals, args.concurrency, gunicorn.pid),
         ]
         with psycopg.connect(f"{args.server}/{args.database}") as db:
             (stored,) = db.execute("SELECT count(*) FROM conversions_conversionevent WHERE event = 'sale'").fetchone()

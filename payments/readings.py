@@ -1,5 +1,6 @@
 """What a provider's event asks of lftrack, read from its verified body: a sale, a refund, ids to link, or nothing."""
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -84,8 +85,17 @@ def decimal_amount(text: object, currency: str) -> int:
 
 
 def text(value: object, limit: int = 255) -> str:
-    """A string field of the payload, or "" for null or anything else; cut to the column's length."""
-    return value[:limit] if isinstance(value, str) else ""
+    """A string field of the payload, or "" for null or anything else; without NUL (PostgreSQL refuses it in
+    text), cut to the column's length."""
+    return value.replace("\x00", "")[:limit] if isinstance(value, str) else ""
+
+
+def json_of(body: bytes) -> object:
+    """The verified body parsed: UTF-8 JSON only, as both providers send it (the log keeps the body as text)."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past the parser's depth
+        raise Unreadable("invalid JSON") from None
 
 
 def obj(value: object) -> dict:

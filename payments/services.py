@@ -54,22 +54,25 @@ PROVIDERS = {
 }
 
 
-def hook_receive(*, connection: Connection, body: bytes, headers) -> Delivery:
-    """Verify the raw body with the provider's rules, then read it, then record it exactly once.
-
-    SignatureRefused and Unreadable are logged on the connection (without the body: nothing in it can be trusted)
-    and raised for a 400. A database that fails raises its own error (503: the provider retries).
-    """
+def hook_read(*, connection: Connection, body: bytes, headers) -> Reading:
+    """Verify the raw body with the provider's rules, then read it. SignatureRefused and Unreadable are logged
+    on the connection (without the body: nothing in it can be trusted) and raised, for a 400."""
     rules = PROVIDERS[connection.provider]
     try:
         rules.verify(body, headers, connection_secrets(connection))
-        reading = rules.read(body, headers)
+        return rules.read(body, headers)
     except SignatureRefused as refused:
         _reject(connection, refused.reason)
         raise
     except Unreadable as unreadable:
         _reject(connection, f"invalid payload: {unreadable}")
         raise
+
+
+def hook_receive(*, connection: Connection, body: bytes, headers) -> Delivery:
+    """Verify, read and record a delivery exactly once. A database that fails raises its own error (503: the
+    provider retries, and the retry is recorded once)."""
+    reading = hook_read(connection=connection, body=body, headers=headers)
     return delivery_receive(connection=connection, reading=reading, body=body.decode())
 
 
@@ -166,13 +169,14 @@ def _play(delivery: Delivery, reading: Reading, *, depth: int) -> None:
                 "event_type": reading.event_type,
             },
         )
+    woken = [ref for ref in woken if ref]
     if woken and depth < WAKE_DEPTH:
         _wake(delivery, provider, woken, depth=depth + 1)
 
 
 def _wake(delivery: Delivery, provider: str, refs: list[str], *, depth: int) -> None:
     waiting = (
-        Delivery.objects.select_for_update()
+        Delivery.objects.select_for_update(of=("self",))  # not the connection's and workspace's rows
         .select_related("connection__workspace")
         .filter(workspace_id=delivery.workspace_id, connection__provider=provider, waiting_for__overlap=refs)
         .exclude(pk=delivery.pk)

@@ -1,12 +1,24 @@
 """Shopify's webhooks as the connector reads them: orders/paid and refunds/create (docs/payments.md, "Shopify")."""
 
-import json
 import urllib.parse
 from decimal import Decimal
 
-from payments.readings import Reading, Unreadable, Unrecordable, currency_of, decimal_amount, obj, text
+from payments.readings import Reading, Unreadable, Unrecordable, currency_of, decimal_amount, json_of, obj, text
 
 SHOPIFY_TOPICS = ("orders/paid", "refunds/create")
+
+
+def _id(value: object) -> str:
+    """One of Shopify's numeric ids (a JSON integer, or its digits as a string)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | str)
+        or not str(value).isascii()
+        or not str(value).isdigit()
+        or len(str(value)) > 30
+    ):
+        raise Unreadable("an id is not a number")
+    return str(value)
 
 
 def _landing_click(landing_site: str) -> str:
@@ -23,10 +35,10 @@ def _order_paid(reading: Reading, order: dict) -> None:
     customer = obj(order.get("customer"))
     reading.email = text(order.get("email"), 254) or text(customer.get("email"), 254)
     reading.name = " ".join(filter(None, (text(customer.get("first_name")), text(customer.get("last_name")))))[:200]
-    reading.customer_ref = text(str(customer["id"])) if customer.get("id") is not None else ""
+    reading.customer_ref = _id(customer["id"]) if customer.get("id") is not None else ""
     reading.currency = currency_of(order.get("currency"))  # the shop's currency, which total_price is in
     reading.amount = decimal_amount(order.get("total_price"), reading.currency)
-    reading.invoice_id = str(order["id"])  # the order id: an API sale for the same order names it too
+    reading.invoice_id = _id(order["id"])  # the order id: an API sale for the same order names it too
     reading.payment_refs = [reading.invoice_id]
     reading.click_refs = [reading.customer_ref] if reading.customer_ref else []
     reading.action = "sale"
@@ -47,8 +59,8 @@ def _refund_created(reading: Reading, refund: dict) -> None:
         raise Unrecordable("the refund's transactions are in several currencies")
     reading.currency = currencies.pop()
     total = sum((Decimal(decimal_amount(t.get("amount"), reading.currency)) for t in paid_back), Decimal(0))
-    reading.refunds = [(str(refund["id"]), int(total))]
-    reading.payment_refs = [str(refund["order_id"])]
+    reading.refunds = [(_id(refund["id"]), int(total))]
+    reading.payment_refs = [_id(refund["order_id"])]
     reading.action = "refund"
 
 
@@ -60,10 +72,7 @@ def shopify_read(body: bytes, headers) -> Reading:
     topic, webhook_id = text(headers.get("X-Shopify-Topic"), 100), text(headers.get("X-Shopify-Webhook-Id"))
     if not topic or not webhook_id:
         raise Unreadable("no X-Shopify-Topic or X-Shopify-Webhook-Id header")
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise Unreadable("invalid JSON") from None
+    payload = json_of(body)
     if not isinstance(payload, dict) or payload.get("id") is None:
         raise Unreadable("not a Shopify object")
     # An order says whether it is a test; a refund does not (its order's mode decides, payments/services.py).

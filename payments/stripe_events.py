@@ -1,8 +1,16 @@
 """Stripe's events as the connector reads them, at the pinned API version (docs/payments.md, "Stripe")."""
 
-import json
-
-from payments.readings import Reading, Unreadable, Unrecordable, amount_of, currency_of, obj, ref_of, text
+from payments.readings import (
+    Reading,
+    Unreadable,
+    Unrecordable,
+    amount_of,
+    currency_of,
+    json_of,
+    obj,
+    ref_of,
+    text,
+)
 
 # The version whose shapes are read; set it on the endpoint in Stripe's dashboard. Fields older versions put
 # elsewhere are read too (invoice.subscription, invoice.payment_intent, charge.refunds), so an endpoint left on
@@ -136,10 +144,7 @@ _READERS = {
 
 def stripe_read(body: bytes, headers) -> Reading:
     """The verified body as a Reading. Unreadable when it is not a Stripe event of the shape the version has."""
-    try:
-        event = json.loads(body)
-    except ValueError:
-        raise Unreadable("invalid JSON") from None
+    event = json_of(body)
     if not isinstance(event, dict) or event.get("object") != "event":
         raise Unreadable("not a Stripe event")
     event_id, event_type, livemode = text(event.get("id")), text(event.get("type"), 100), event.get("livemode")

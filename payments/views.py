@@ -11,7 +11,7 @@ from lftrack.errors import RateLimited, json_error
 from lftrack.ratelimit import Limit, ip_key, limits_enforce, limits_reached
 from payments.models import Connection
 from payments.readings import Unreadable
-from payments.services import delivery_answer, hook_receive
+from payments.services import delivery_answer, delivery_receive, hook_read
 from payments.signatures import SignatureRefused
 
 _TOKEN = re.compile(r"^[\w-]{20,64}$")
@@ -55,14 +55,16 @@ def payment_hook(request: HttpRequest, token: str) -> HttpResponse:
             )
         if connection is None:
             return _refused(request, 404, "unknown connection")
-        request.payment_connection = connection
-        limits_enforce(request, PER_CONNECTION)
         try:
-            delivery = hook_receive(connection=connection, body=request.body, headers=request.headers)
+            reading = hook_read(connection=connection, body=request.body, headers=request.headers)
         except SignatureRefused as refused:
             return _refused(request, 400, refused.reason)
         except Unreadable:
             return _refused(request, 400, "invalid payload")
+        # Counted once verified: without the secret, nobody can spend the connection's deliveries.
+        request.payment_connection = connection
+        limits_enforce(request, PER_CONNECTION)
+        delivery = delivery_receive(connection=connection, reading=reading, body=request.body.decode())
         return JsonResponse(delivery_answer(delivery))
     except RateLimited as limited:
         return json_error(429, limited.message, limited.headers())

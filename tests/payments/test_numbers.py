@@ -64,3 +64,15 @@ def test_refused_deliveries_are_limited_per_address(live_server, stripe_url):
 def test_a_body_over_the_limit_is_413_before_it_is_read(stripe_url):
     answer = post(stripe_url, b"x" * (1024 * 1024 + 1), {"Content-Type": "application/json"})
     assert (answer.status_code, answer.json()) == (413, {"error": "request too large"})
+
+
+def test_forged_deliveries_do_not_spend_the_connections_budget(stripe_url, click):
+    with override_settings(RATELIMIT_PAYMENT_HOOKS="5/m", RATELIMIT_PAYMENT_HOOK_FAILURES_IP="1000/m"):
+        forged = [
+            post(stripe_url, *stripe_signed(stripe_event("customer.created", {"id": sid("cus")}), "whsec_x"))
+            for _ in range(10)
+        ]
+        assert {a.status_code for a in forged} == {400}
+        session = checkout_session(mode="payment", amount=100, click_id=click.click_id, payment_intent=sid("pi"))
+        real = post(stripe_url, *stripe_signed(stripe_event("checkout.session.completed", session)))
+        assert real.json()["outcome"] == "sale"
