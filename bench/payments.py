@@ -4,7 +4,8 @@ Creates a scratch database (dropped at the end unless --keep), migrates, seeds a
 connection and an API token, starts gunicorn (2 workers x 4 threads) on 127.0.0.1, and drives it from CONCURRENCY
 client threads with kept connections, in one sitting:
 
-1. reference: POST /api/v1/conversions, a sale per request (the integrator's own call, which the connector replaces);
+1. reference: POST /api/v1/conversions, a sale of a new buyer with an invoice id per request (the integrator's own
+   call, which the connector replaces);
 2. checkout: checkout.session.completed in payment mode, each a new sale of a new buyer on its own click;
 3. renewal: invoice.paid of subscriptions whose checkouts were sent before, attributed by the remembered customer;
 4. duplicate: the renewals' events delivered again (one indexed insert that conflicts, nothing recorded).
@@ -237,13 +238,23 @@ def main() -> None:
             )
         warm = [(hook, *signed(event("customer.created", {"id": f"cus_{i}"}))) for i in range(200)]
         phase("warm-up", client, warm, args.concurrency, gunicorn.pid)
+        # The same work as a connector sale's: a sale with a new buyer, matched by email.
         reference = [
             (
                 "/api/v1/conversions",
-                json.dumps({"event": "sale", "click_id": next(clicks), "value_cents": 4900}).encode(),
+                json.dumps(
+                    {
+                        "event": "sale",
+                        "click_id": next(clicks),
+                        "value_cents": 4900,
+                        "currency": "USD",
+                        "invoice_id": f"pi_{secrets.token_hex(12)}",
+                        "customer": {"email": f"ref-{i}@example.com", "name": "Bench Buyer"},
+                    }
+                ).encode(),
                 api_headers,
             )
-            for _ in range(n)
+            for i in range(n)
         ]
         sales = [
             (hook, *signed(event("checkout.session.completed", checkout(next(clicks), f"cus_{i}")))) for i in range(n)
