@@ -80,6 +80,11 @@ class ConnectionAdmin(ServiceFormAdmin):
     def get_actions(self, request):
         return {}
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # Nothing on the page is edited in place: its buttons call the services (no Save, no Delete: Disconnect).
+        hidden = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+        return super().change_view(request, object_id, form_url, {**hidden, **(extra_context or {})})
+
     @admin.display(description="status")
     def status(self, obj: Connection) -> str:
         if obj.disconnected_at:
@@ -151,8 +156,8 @@ class ConnectionAdmin(ServiceFormAdmin):
             ),
         )
         return format_html(
-            '<table id="delivery-log"><thead><tr><th>when</th><th>event</th><th>id</th><th>mode</th><th>outcome</th>'
-            "<th>why</th><th></th></tr></thead><tbody>{}</tbody></table>",
+            '<div class="lf-scroll"><table class="lf-table" id="delivery-log"><thead><tr><th>when</th><th>event</th>'
+            "<th>id</th><th>mode</th><th>outcome</th><th>why</th><th></th></tr></thead><tbody>{}</tbody></table></div>",
             rows,
         )
 
