@@ -19,7 +19,7 @@ from payments.connections import (
     connection_secret_set,
     connection_url,
 )
-from payments.models import Connection, Delivery, Provider
+from payments.models import Connection, Delivery
 from payments.samples import connection_test_send
 from payments.services import delivery_replay
 from payments.shopify_events import SHOPIFY_TOPICS
@@ -27,13 +27,13 @@ from payments.stripe_events import STRIPE_API_VERSION, STRIPE_EVENTS
 
 LOG_ROWS = 50
 SECRET_HELP = {
-    Provider.STRIPE: "Stripe's endpoint signing secret (whsec_...), shown under the endpoint once you add the URL.",
-    Provider.SHOPIFY: "The secret Shopify signs webhooks with: Settings → Notifications → Webhooks, or your app's client secret.",
+    Connection.Provider.STRIPE: "Stripe's endpoint signing secret (whsec_...), shown under the endpoint once you add the URL.",
+    Connection.Provider.SHOPIFY: "The secret Shopify signs webhooks with: Settings → Notifications → Webhooks, or your app's client secret.",
 }
 
 
 class ConnectForm(OnceForm, WorkspaceChoiceForm):
-    provider = forms.ChoiceField(choices=Provider.choices)
+    provider = forms.ChoiceField(choices=Connection.Provider.choices)
     name = forms.CharField(max_length=200, required=False, help_text="For you: which account or shop it is.")
     signing_secret = forms.CharField(
         required=False,
@@ -98,7 +98,7 @@ class ConnectionAdmin(ServiceFormAdmin):
     @admin.display(description="")
     def setup(self, obj: Connection) -> str:
         url = connection_url(obj)
-        if obj.provider == Provider.STRIPE:
+        if obj.provider == Connection.Provider.STRIPE:
             steps = format_html(
                 "In Stripe: Developers → Webhooks → Add endpoint. Paste the URL, choose API version <code>{}</code>, "
                 "select these events: {}. Then paste the endpoint's signing secret here (Paste a new secret).",
@@ -229,7 +229,7 @@ class ConnectionAdmin(ServiceFormAdmin):
                 "form": form,
                 "submit_label": "Save secret",
                 "changelist_title": self.changelist_title,
-                "intro": SECRET_HELP[Provider(connection.provider)],
+                "intro": SECRET_HELP[Connection.Provider(connection.provider)],
             },
             title="Paste the signing secret",
         )

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from lftrack.errors import NotFound, Unprocessable
-from payments.models import Connection, Provider
+from payments.models import Connection
 from webhooks.secrets import secret_open, secret_seal
 from workspaces.models import Workspace
 
@@ -44,7 +44,7 @@ def _secret_check(secret: str) -> str:
 def connection_create(*, workspace: Workspace, provider: str, signing_secret: str = "", name: str = "") -> Connected:
     """A new connection with an address of its own. The signing secret may come later (Stripe shows it only once
     the address is registered); until then every delivery is refused."""
-    if provider not in Provider.values:
+    if provider not in Connection.Provider.values:
         raise Unprocessable(f"unknown provider: {provider}"[:200])
     if len(name) > NAME_MAX:
         raise Unprocessable("name is too long")

@@ -12,13 +12,12 @@ def _url_token() -> str:
     return secrets.token_urlsafe(24)  # 192 bits: the endpoint's address cannot be guessed
 
 
-class Provider(models.TextChoices):
-    STRIPE = "stripe", "Stripe"
-    SHOPIFY = "shopify", "Shopify"
-
-
 class Connection(models.Model):
     """A provider's webhooks into one workspace, at an address of its own, verified with the provider's secret."""
+
+    class Provider(models.TextChoices):
+        STRIPE = "stripe", "Stripe"
+        SHOPIFY = "shopify", "Shopify"
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
     provider = models.CharField(max_length=10, choices=Provider.choices)
@@ -125,7 +124,7 @@ class Reference(models.Model):
         PAYMENT = "payment"
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
-    provider = models.CharField(max_length=10, choices=Provider.choices)
+    provider = models.CharField(max_length=10, choices=Connection.Provider.choices)
     is_test = models.BooleanField(default=False)
     kind = models.CharField(max_length=12, choices=Kind.choices)
     ref = models.CharField(max_length=255)

@@ -10,7 +10,7 @@ from clicks.models import Click
 from lftrack.currencies import MINOR_UNITS
 from lftrack.errors import Unprocessable
 from payments.connections import connection_secrets
-from payments.models import Connection, Delivery, Provider
+from payments.models import Connection, Delivery
 from payments.services import hook_receive
 from payments.signatures import shopify_sign, stripe_sign
 from payments.stripe_events import STRIPE_API_VERSION
@@ -77,7 +77,7 @@ def connection_test_send(*, connection: Connection) -> Delivery:
         Click.objects.filter(workspace_id=connection.workspace_id).order_by("-pk").values_list("click_id", flat=True)
     ).first()
     currency = connection.workspace.currency
-    if connection.provider == Provider.STRIPE:
+    if connection.provider == Connection.Provider.STRIPE:
         payload, headers = _stripe_sample(click_id, currency)
         body = json.dumps(payload, indent=2).encode()
         headers["Stripe-Signature"] = stripe_sign(body, found[0])

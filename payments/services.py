@@ -26,7 +26,7 @@ from conversions.services import InvoiceRecorded, conversion_record
 from customers.services import customer_match
 from lftrack.errors import Unprocessable
 from payments.connections import connection_secrets
-from payments.models import Connection, Delivery, Provider, Reference
+from payments.models import Connection, Delivery, Reference
 from payments.readings import Reading, Unreadable, Unrecordable
 from payments.shopify_events import shopify_read
 from payments.signatures import SignatureRefused, shopify_verify, stripe_verify
@@ -49,8 +49,8 @@ class ProviderRules:
 
 
 PROVIDERS = {
-    Provider.STRIPE: ProviderRules(stripe_verify, stripe_read),
-    Provider.SHOPIFY: ProviderRules(shopify_verify, shopify_read),
+    Connection.Provider.STRIPE: ProviderRules(stripe_verify, stripe_read),
+    Connection.Provider.SHOPIFY: ProviderRules(shopify_verify, shopify_read),
 }
 
 
@@ -263,7 +263,7 @@ def _sale(workspace: Workspace, provider: str, reading: Reading, woken: list[str
             event=ConversionEvent.Event.SALE,
             click_id=click.click_id,
             value_cents=reading.amount,
-            event_name=f"{Provider(provider).label} {reading.event_type}",
+            event_name=f"{Connection.Provider(provider).label} {reading.event_type}",
             meta={"provider": provider, "event_id": reading.event_id},
             customer=_buyer(reading),
             invoice_id=reading.invoice_id,
@@ -344,7 +344,7 @@ def _refund(workspace: Workspace, provider: str, reading: Reading, woken: list[s
                 workspace=workspace,
                 sale_id=sale.pk,
                 amount_cents=amount,
-                reason=f"{Provider(provider).label} refund",
+                reason=f"{Connection.Provider(provider).label} refund",
                 refund_id=refund_id,
                 test=sale.is_test,
             )

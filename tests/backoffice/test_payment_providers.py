@@ -31,6 +31,7 @@ def test_an_owner_connects_stripe_and_sees_the_url_and_the_events(as_alice, acme
     for event in ("checkout.session.completed", "invoice.paid", "invoice_payment.paid", "refund.created"):
         assert f"<code>{event}</code>" in page
     assert "waiting for the signing secret" in page
+    assert 'name="_save"' not in page and 'name="_continue"' not in page  # its buttons call the services
     secret_page = reverse("admin:payments_connection_secret", args=[connection.pk])
     saved = as_alice.post(secret_page, {"signing_secret": "whsec_pasted_once", "overlap_hours": 24})
     assert saved.status_code == 302

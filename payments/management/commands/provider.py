@@ -12,7 +12,7 @@ from payments.connections import (
     connection_out,
     connection_secret_set,
 )
-from payments.models import Connection, Provider
+from payments.models import Connection
 from workspaces.cli import workspace_from_arg
 
 
@@ -31,7 +31,7 @@ class Command(JsonCommand):
     def add_actions(self, sub) -> None:
         connect = sub.add_parser("connect", help="Connect a provider; prints the URL to paste into its dashboard.")
         connect.add_argument("workspace")
-        connect.add_argument("provider", choices=Provider.values)
+        connect.add_argument("provider", choices=Connection.Provider.values)
         connect.add_argument("--name", default="")
         self._secret_options(connect, required=False)
         secret = sub.add_parser("secret", help="Set or rotate a connection's signing secret.")
