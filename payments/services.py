@@ -8,9 +8,9 @@ a renewal before its checkout) keeps the provider's ids it waits for, and is pla
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -44,8 +44,8 @@ WAKE_DEPTH = 3
 
 @dataclass(frozen=True)
 class ProviderRules:
-    verify: Callable[[bytes, object, list[str]], None]
-    read: Callable[[bytes, object], Reading]
+    verify: Callable[[bytes, Mapping[str, str], list[str]], None]
+    read: Callable[[bytes, Mapping[str, str]], Reading]
 
 
 PROVIDERS = {
@@ -54,7 +54,7 @@ PROVIDERS = {
 }
 
 
-def hook_read(*, connection: Connection, body: bytes, headers) -> Reading:
+def hook_read(*, connection: Connection, body: bytes, headers: Mapping[str, str]) -> Reading:
     """Verify the raw body with the provider's rules, then read it. SignatureRefused and Unreadable are logged
     on the connection (without the body: nothing in it can be trusted) and raised, for a 400."""
     rules = PROVIDERS[connection.provider]
@@ -69,7 +69,7 @@ def hook_read(*, connection: Connection, body: bytes, headers) -> Reading:
         raise
 
 
-def hook_receive(*, connection: Connection, body: bytes, headers) -> Delivery:
+def hook_receive(*, connection: Connection, body: bytes, headers: Mapping[str, str]) -> Delivery:
     """Verify, read and record a delivery exactly once. A database that fails raises its own error (503: the
     provider retries, and the retry is recorded once)."""
     reading = hook_read(connection=connection, body=body, headers=headers)
@@ -337,7 +337,7 @@ def _refund(workspace: Workspace, provider: str, reading: Reading, woken: list[s
     sale = payment.conversion
     if reading.currency != sale.currency:
         raise Unrecordable(f"the refund is in {reading.currency}, its sale #{sale.pk} in {sale.currency}")
-    recorded = []
+    recorded, exceeded = [], ""
     for refund_id, amount in reading.refunds:
         try:
             result = refund_record(
@@ -351,14 +351,15 @@ def _refund(workspace: Workspace, provider: str, reading: Reading, woken: list[s
         except Unprocessable as error:
             if error.message != REFUND_EXCEEDS:
                 raise
-            return _Result(
-                Outcome.IGNORED, f"not recorded: refund exceeds what is left of sale #{sale.pk}", test=sale.is_test
-            )
+            exceeded = f"not recorded: refund exceeds what is left of sale #{sale.pk}"
+            continue
         if result.created:
             recorded.append(result.refund.pk)
-    if not recorded:
-        return _Result(Outcome.DUPLICATE, "refund recorded before", conversion_id=sale.pk, test=sale.is_test)
-    return _Result(Outcome.REFUND, "", conversion_id=sale.pk, refund_id=recorded[0], test=sale.is_test)
+    if recorded:  # a charge's several refunds: the first one recorded names them in the log
+        return _Result(Outcome.REFUND, exceeded, conversion_id=sale.pk, refund_id=recorded[0], test=sale.is_test)
+    if exceeded:
+        return _Result(Outcome.IGNORED, exceeded, conversion_id=sale.pk, test=sale.is_test)
+    return _Result(Outcome.DUPLICATE, "refund recorded before", conversion_id=sale.pk, test=sale.is_test)
 
 
 def _ignore(workspace: Workspace, provider: str, reading: Reading, woken: list[str]) -> _Result:
@@ -382,7 +383,7 @@ def delivery_answer(delivery: Delivery) -> dict:
     return answer
 
 
-def deliveries_purge(*, now=None) -> int:
+def deliveries_purge(*, now: datetime | None = None) -> int:
     """The log past PAYMENT_LOG_RETENTION_DAYS goes (its bodies hold buyers' emails); an event still waiting for its
     sale is kept three times as long. What the deliveries recorded (sales, refunds, references) stays."""
     now = now or timezone.now()

@@ -1,6 +1,7 @@
 """Shopify's webhooks as the connector reads them: orders/paid and refunds/create (docs/payments.md, "Shopify")."""
 
 import urllib.parse
+from collections.abc import Mapping
 from decimal import Decimal
 
 from payments.readings import Reading, Unreadable, Unrecordable, currency_of, decimal_amount, json_of, obj, text
@@ -67,7 +68,7 @@ def _refund_created(reading: Reading, refund: dict) -> None:
 _READERS = {"orders/paid": _order_paid, "refunds/create": _refund_created}
 
 
-def shopify_read(body: bytes, headers) -> Reading:
+def shopify_read(body: bytes, headers: Mapping[str, str]) -> Reading:
     """The verified body, with its topic and webhook id from the headers, as a Reading."""
     topic, webhook_id = text(headers.get("X-Shopify-Topic"), 100), text(headers.get("X-Shopify-Webhook-Id"))
     if not topic or not webhook_id:

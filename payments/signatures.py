@@ -3,6 +3,7 @@
 import base64
 import hashlib
 import hmac
+from collections.abc import Mapping
 
 import stripe
 
@@ -18,7 +19,7 @@ class SignatureRefused(Exception):
         self.reason = reason
 
 
-def stripe_verify(body: bytes, headers, secrets: list[str]) -> None:
+def stripe_verify(body: bytes, headers: Mapping[str, str], secrets: list[str]) -> None:
     """`Stripe-Signature` checked by Stripe's own library (stripe.WebhookSignature): any `v1` signature of the
     header made with any of `secrets` (ours and Stripe's rolls overlap), over `<t>.<raw body>`, at most
     STRIPE_TOLERANCE_SECONDS old."""
@@ -39,7 +40,7 @@ def stripe_verify(body: bytes, headers, secrets: list[str]) -> None:
     raise SignatureRefused("stale timestamp" if stale else "invalid signature")
 
 
-def shopify_verify(body: bytes, headers, secrets: list[str]) -> None:
+def shopify_verify(body: bytes, headers: Mapping[str, str], secrets: list[str]) -> None:
     """`X-Shopify-Hmac-Sha256`: base64 of HMAC-SHA256 over the raw body with the app's or store's secret."""
     header = headers.get("X-Shopify-Hmac-Sha256")
     if not header:

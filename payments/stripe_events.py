@@ -1,5 +1,7 @@
 """Stripe's events as the connector reads them, at the pinned API version (docs/payments.md, "Stripe")."""
 
+from collections.abc import Mapping
+
 from payments.readings import (
     Reading,
     Unreadable,
@@ -142,7 +144,7 @@ _READERS = {
 }
 
 
-def stripe_read(body: bytes, headers) -> Reading:
+def stripe_read(body: bytes, headers: Mapping[str, str]) -> Reading:
     """The verified body as a Reading. Unreadable when it is not a Stripe event of the shape the version has."""
     event = json_of(body)
     if not isinstance(event, dict) or event.get("object") != "event":

@@ -232,3 +232,28 @@ def test_an_api_sale_and_a_connector_sale_of_one_invoice_count_once(stripe_url, 
     answer = deliver(stripe_url, "invoice.paid", paid)
     assert answer.json()["outcome"] == "duplicate" and answer.json()["sale_id"] == by_api.json()["id"]
     assert ConversionEvent.objects.filter(event="sale").count() == 1
+
+
+def test_charge_refunded_lists_count_once_with_refund_created(stripe_url, click):
+    intent, charge = sid("pi"), sid("ch")
+    session = checkout_session(mode="payment", amount=3000, click_id=click.click_id, payment_intent=intent)
+    sale_id = deliver(stripe_url, "checkout.session.completed", session).json()["sale_id"]
+    first, second = refund(amount=1000, payment_intent=intent, charge=charge), refund(amount=500, payment_intent=intent)
+    listed = {
+        "id": charge,
+        "object": "charge",
+        "amount": 3000,
+        "amount_refunded": 1500,
+        "currency": "usd",
+        "payment_intent": intent,
+        "refunded": False,
+        "refunds": {"object": "list", "data": [first, second], "has_more": False},
+    }
+    answer = deliver(stripe_url, "charge.refunded", listed).json()  # as API versions before 2022-11-15 send it
+    assert answer["outcome"] == "refund" and answer["sale_id"] == sale_id
+    again = deliver(stripe_url, "refund.created", first).json()
+    assert again == {"outcome": "duplicate", "reason": "refund recorded before", "sale_id": sale_id}
+    assert sorted(Refund.objects.values_list("amount_cents", flat=True)) == [500, 1000]
+    unlisted = {**listed, "id": sid("ch"), "refunds": None}  # the pinned version lists none
+    answer = deliver(stripe_url, "charge.refunded", unlisted).json()
+    assert answer["outcome"] == "ignored" and "refund.created records them" in answer["reason"]
