@@ -5,4 +5,12 @@ admin autodiscovery imports this module, which registers each app's screens by i
 itself (its name, sidebar and home page) is backoffice/site.py.
 """
 
-from backoffice import campaigns, clicks, conversions, customers, webhooks, workspaces  # noqa: F401  (they register)
+from backoffice import (  # noqa: F401  (they register)
+    campaigns,
+    clicks,
+    conversions,
+    customers,
+    payments,
+    webhooks,
+    workspaces,
+)

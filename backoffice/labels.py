@@ -18,6 +18,7 @@ LABELS = {
     "workspaces.apitoken": "API tokens",
     "webhooks.endpoint": "Webhook endpoints",
     "webhooks.attempt": "Webhook deliveries",
+    "payments.connection": "Payment providers",
 }
 # The sidebar's sections, in the order a marketer's day goes; apps not named here follow, as Django lists them.
 SECTIONS = {
@@ -27,6 +28,7 @@ SECTIONS = {
     "campaigns": "Campaigns",
     "workspaces": "Workspace",
     "webhooks": "Webhooks",
+    "payments": "Payments",
 }
 
 

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "conversions",
     "campaigns",
     "rollups",
+    "payments",
 ]
 
 MIDDLEWARE = [
@@ -251,6 +252,10 @@ RATELIMIT_WEBHOOKS_IP = env.str("RATELIMIT_WEBHOOKS_IP", default="600/m")
 # The email providers' webhooks (campaigns/provider_hooks.py): calls per workspace (providers post one
 # event a call in bursts, and retry a 429 later); wrong secrets count against RATELIMIT_EMAIL_EVENTS_IP.
 RATELIMIT_EMAIL_HOOKS = env.str("RATELIMIT_EMAIL_HOOKS", default="6000/m")
+# The payment providers' webhooks (payments/views.py): deliveries per connection (a provider retries a 429), and
+# refused ones (an unknown address, a bad signature) per client address.
+RATELIMIT_PAYMENT_HOOKS = env.str("RATELIMIT_PAYMENT_HOOKS", default="6000/m")
+RATELIMIT_PAYMENT_HOOK_FAILURES_IP = env.str("RATELIMIT_PAYMENT_HOOK_FAILURES_IP", default="60/m")
 # Clicks recorded per client address: past it the redirect still answers, without a click id.
 RATELIMIT_REDIRECT_IP = env.str("RATELIMIT_REDIRECT_IP", default="300/m")
 # Unsubscribe pages per client address (a person opens one; a guesser of signed links gets 400s).
@@ -313,6 +318,8 @@ WEBHOOK_FAILURES_TO_DISABLE = env_int("WEBHOOK_FAILURES_TO_DISABLE", 20)
 WEBHOOK_SECRET_OVERLAP_HOURS = env_int("WEBHOOK_SECRET_OVERLAP_HOURS", 24)
 # Events, deliveries and the delivery log are kept this long (a daily task deletes older ones).
 WEBHOOK_RETENTION_DAYS = env_int("WEBHOOK_RETENTION_DAYS", 30)
+# The payment connections' delivery log is kept this long (payments/services.py, deliveries_purge).
+PAYMENT_LOG_RETENTION_DAYS = env_int("PAYMENT_LOG_RETENTION_DAYS", 30)
 
 # The task engine (procrastinate): `manage.py procrastinate worker` runs the webhooks and the periodic
 # jobs (docs/deployment.md, "The background worker"). Tasks live in each app's tasks.py.
@@ -325,6 +332,7 @@ PROCRASTINATE_IMPORT_PATHS = [
     "rollups.tasks",
     "conversions.tasks",
     "campaigns.tasks",
+    "payments.tasks",
 ]
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -15,6 +15,7 @@ from conversions.refunds_api import RefundViewSet
 from conversions.views import pixel_script
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
+from payments.views import payment_hook
 from rollups.api import AnalyticsViewSet
 from webhooks.api import WebhookEndpointViewSet
 from workspaces.views import invitation
@@ -39,6 +40,8 @@ urlpatterns = [
     path("invite/<str:token>", invitation, name="invitation"),
     # Bounces and complaints from the email provider itself (campaigns/provider_hooks.py).
     path("hooks/email/<str:provider>", provider_hook, name="provider-hook"),
+    # A payment provider's webhooks into one connection (payments/views.py).
+    path("hooks/payments/<str:token>", payment_hook, name="payment-hook"),
     path("lf.js", pixel_script, name="pixel-script"),
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),

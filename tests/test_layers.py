@@ -22,7 +22,9 @@ ALLOWED = {
     "campaigns": {"lftrack", "workspaces", "webhooks", "customers", "clicks"},
     "conversions": {"lftrack", "workspaces", "webhooks", "customers", "clicks", "campaigns"},
     "rollups": {"lftrack"} | DOMAIN,
-    "backoffice": {"lftrack", "rollups"} | DOMAIN,
+    # The payment connectors record through the conversion, refund and matching services.
+    "payments": {"lftrack"} | DOMAIN,
+    "backoffice": {"lftrack", "rollups", "payments"} | DOMAIN,
 }
 PACKAGES = set(ALLOWED)
 # The URL configuration and the settings name the apps: that is their job.

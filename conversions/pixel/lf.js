@@ -63,5 +63,12 @@
     } catch (x) { /* the form's own submission goes on */ }
   }, true);
 
+  // Stripe Payment Links and Buy Buttons take the click as client_reference_id (docs/payments.md).
+  const R = 'client_reference_id', pay = (c = cid()) => c && d.querySelectorAll('a[href^="https://buy.stripe.com/"],stripe-buy-button').forEach((e) => {
+    if (e.href) { const u = new URL(e.href); if (!u.searchParams.has(R)) { u.searchParams.set(R, c); e.href = u.href; } }
+    else if (!e.hasAttribute('client-reference-id')) e.setAttribute('client-reference-id', c);
+  });
+  try { pay(); let t; new MutationObserver(() => { t = t || setTimeout(() => { t = 0; pay(); }); }).observe(d.documentElement, { childList: true, subtree: true }); } catch (e) {}
+
   w.lf = { lead: (o) => lead((o || {}).email, (o || {}).name), clickId: () => cid() || null };
 })();

@@ -51,8 +51,9 @@ def test_no_gzip_otherwise(client, accept):
 
 def test_script_stays_small():
     raw = SCRIPT_PATH.read_bytes()
-    # Comments included; minified it is well under 3 KB (docs/pixel.md, "What the script does").
-    assert len(raw) < 4 * 1024
+    # Comments included; minified it is well under 3 KB (docs/pixel.md, "What the script does"). 4.5 KB since it
+    # tags Stripe links.
+    assert len(raw) < 4.5 * 1024
     assert len(gzip.compress(raw, 9)) < 2 * 1024
 
 

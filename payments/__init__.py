@@ -1,0 +1,1 @@
+"""Sales straight from the payment provider: Stripe and Shopify connectors (docs/payments.md)."""
