@@ -159,7 +159,7 @@ def conversion_read_out(conversion: ConversionEvent) -> dict:
     return {
         **conversion_out(conversion, conversion.click_key),
         "value_cents": conversion.value_cents,
-        "event_name": conversion.event_name,
+        "event_name": optional(conversion.event_name),
         "meta": conversion.meta,
         "channel": conversion.channel,
         "invoice_id": optional(conversion.invoice_id),

@@ -63,7 +63,7 @@ def _conversion_item(event: ConversionEvent) -> dict:
         "id": event.pk,
         "link_id": event.link_id,
         "value_cents": event.value_cents,
-        "event_name": event.event_name,
+        "event_name": optional(event.event_name),
     }
     if event.event == ConversionEvent.Event.SALE:
         detail["currency"] = event.currency

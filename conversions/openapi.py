@@ -56,7 +56,7 @@ class ConversionReadOut(ConversionOut):
     """A stored event as the read API shows it: the POST's answer and what else was sent."""
 
     value_cents = serializers.IntegerField(allow_null=True)
-    event_name = serializers.CharField()
+    event_name = serializers.CharField(allow_null=True)
     meta = serializers.DictField()
     channel = serializers.ChoiceField(choices=["api", "pixel", "manual"])
     invoice_id = serializers.CharField(allow_null=True)

@@ -55,6 +55,7 @@ def test_newest_first_with_what_was_sent(api, acme_token, events):
         "refunded_cents": 0,
         "net_cents": 49000,
     }
+    assert body["data"][2]["event_name"] is None  # absent optional strings are null (docs/api.md)
 
 
 def test_filters(api, acme_token, events):

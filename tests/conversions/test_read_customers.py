@@ -151,6 +151,7 @@ def test_a_customers_timeline_newest_first_across_its_sources(api, acme_token, a
     types = [item["type"] for item in items]
     assert types[:4] == ["refund", "suppressed", "external_id_moved_out", "enrolled"]
     assert types.count("sale") == 2 and types.count("lead") == 1
+    assert all(item["detail"]["event_name"] is None for item in items if item["type"] == "lead")
     assert items[0]["detail"] == {
         "id": items[0]["detail"]["id"],
         "conversion_id": sale.pk,
