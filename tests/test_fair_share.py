@@ -12,6 +12,9 @@ from campaigns.tasks import expire_pending
 from conversions.models import IdempotencyKey
 from conversions.tasks import idempotency_purge
 from customers.models import Customer
+from payments.models import Connection
+from payments.models import Delivery as PaymentDelivery
+from payments.tasks import purge as payments_purge
 from tests.factories import CampaignFactory, CustomerFactory, EndpointFactory
 from webhooks.models import Delivery, Event
 from webhooks.tasks import purge
@@ -71,3 +74,20 @@ def test_one_webhook_purge_takes_every_workspaces_old_events(acme, globex, setti
 
     purge(timestamp=0)
     assert list(Event.objects.all()) == [kept] and not Delivery.objects.exists()
+
+
+def test_one_payment_log_purge_takes_every_workspaces_old_deliveries(acme, globex, settings):
+    old = timezone.now() - timedelta(days=settings.PAYMENT_LOG_RETENTION_DAYS + 1)
+    flooded = Connection.objects.create(workspace=acme, provider="stripe")
+    PaymentDelivery.objects.bulk_create(
+        PaymentDelivery(workspace=acme, connection=flooded, event_id=f"evt_{n}", outcome="sale", received_at=old)
+        for n in range(3000)
+    )
+    mine = Connection.objects.create(workspace=globex, provider="shopify")
+    PaymentDelivery.objects.create(workspace=globex, connection=mine, event_id="old", outcome="sale", received_at=old)
+    kept = PaymentDelivery.objects.create(
+        workspace=globex, connection=mine, event_id="new", outcome="sale", received_at=timezone.now()
+    )
+
+    assert payments_purge(timestamp=0) == 3001
+    assert list(PaymentDelivery.objects.all()) == [kept]
