@@ -33,7 +33,12 @@ needs_systemd_analyze = pytest.mark.skipif(
 
 
 def unit_files() -> list[Path]:
-    return sorted(UNITS.glob("*.service"))
+    return sorted([*UNITS.glob("*.service"), *UNITS.glob("*.timer")])
+
+
+def long_running() -> list[Path]:
+    """The units of the processes that serve (the backup runs and ends)."""
+    return [path for path in unit_files() if settings_of(path).get("Restart")]
 
 
 def here(text: str) -> str:
@@ -45,7 +50,7 @@ def verify_problems(directory: Path) -> str:
     """What `systemd-analyze verify` says of every unit in `directory`: empty when they are all sound. It exits 0
     on an unknown key or a bad value (it ignores them, as systemd would), so any line it prints is a problem."""
     result = subprocess.run(
-        ["systemd-analyze", "verify", *sorted(str(path) for path in directory.glob("*.service"))],
+        ["systemd-analyze", "verify", *sorted(str(path) for path in directory.glob("*.*"))],
         capture_output=True,
         text=True,
         timeout=60,
@@ -63,8 +68,9 @@ def settings_of(path: Path) -> dict[str, list[str]]:
     return found
 
 
-def command_of(value: str) -> list[str]:
-    return shlex.split(here(value))
+def command_of(value: str, env: dict[str, str] | None = None) -> list[str]:
+    """A unit's command line as systemd runs it: words split as a shell would, ${NAME} replaced from `env`."""
+    return [re.sub(r"\$\{(\w+)\}", lambda name: (env or {})[name[1]], word) for word in shlex.split(here(value))]
 
 
 def unit_environment(settings: dict[str, list[str]], **extra: str) -> dict[str, str]:
@@ -104,7 +110,14 @@ def test_systemd_analyze_verify_passes_on_every_unit(tmp_path):
         "lftrack-web.service",
         "lftrack-sender@.service",
         "lftrack-worker.service",
+        "lftrack-backup.service",
+        "lftrack-backup.timer",
     }
+    assert [path.name for path in long_running()] == [
+        "lftrack-sender@.service",
+        "lftrack-web.service",
+        "lftrack-worker.service",
+    ]
     for path in unit_files():
         (tmp_path / path.name).write_text(here(path.read_text()))
     assert verify_problems(tmp_path) == ""
@@ -124,9 +137,12 @@ def test_a_broken_unit_fails_the_verification(tmp_path):
 @needs_systemd_analyze
 def test_every_unit_restarts_reads_its_environment_file_and_is_hardened(tmp_path):
     for path in unit_files():
+        if path.suffix != ".service":
+            continue
         settings = settings_of(path)
         assert settings["User"] == ["lftrack"] and settings["EnvironmentFile"] == ["/etc/lftrack/lftrack.env"]
-        assert settings["Restart"] == ["always"] and settings["WorkingDirectory"] == [INSTALL_DIR]
+        assert settings["WorkingDirectory"] == [INSTALL_DIR]
+        assert settings.get("Restart") == (["always"] if path in long_running() else None), path.name
         for option in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes"):
             key, value = option.split("=")
             assert settings[key] == [value], (path.name, option)
@@ -163,15 +179,16 @@ def test_the_web_unit_serves_reloads_gracefully_on_its_exec_reload_and_stops(tmp
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base + "/healthz", process)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while len(before := children(process.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         reload = settings["ExecReload"][0].replace("$MAINPID", str(process.pid))
         subprocess.run(command_of(reload), check=True, timeout=10)
-        # Every old worker is replaced by a new one, and the node answers all along.
+        # Every old worker is replaced by a new one, and the node answers all along: the master keeps the
+        # socket, so a request that comes while the new workers boot waits for them (seconds on a busy machine).
         answers = []
         while (before & children(process.pid) or len(children(process.pid)) < 2) and time.monotonic() < deadline:
-            answers.append(requests.get(base + "/healthz", timeout=5).status_code)
+            answers.append(requests.get(base + "/healthz", timeout=30).status_code)
             time.sleep(0.05)
         assert not before & children(process.pid) and len(children(process.pid)) == 2
         assert answers and set(answers) == {200}
@@ -260,3 +277,28 @@ def test_the_procfile_release_migrates_and_its_web_serves_on_port():
     finally:
         web.terminate()
         web.wait(timeout=40)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_backup_unit_writes_a_dump_and_removes_those_past_their_days(tmp_path):
+    settings = settings_of(UNITS / "lftrack-backup.service")
+    assert settings["Type"] == ["oneshot"] and settings["StateDirectory"] == ["lftrack/backups"]
+    old, recent = tmp_path / "lftrack-20200101T000000Z.dump", tmp_path / "lftrack-20200102T000000Z.dump"
+    for dump, days in ((old, 10), (recent, 3)):
+        dump.write_bytes(b"")
+        moment = time.time() - days * 86400
+        os.utime(dump, (moment, moment))
+    env = unit_environment(settings, STATE_DIRECTORY=str(tmp_path), BACKUP_KEEP_DAYS="7")  # StateDirectory=
+    result = subprocess.run(
+        command_of(settings["ExecStart"][0], env),
+        cwd=here(settings["WorkingDirectory"][0]),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=int(settings["TimeoutStartSec"][0].rstrip("h")) * 3600,
+    )
+    assert result.returncode == 0, result.stderr
+    made = Path(result.stdout.strip())
+    assert made.parent == tmp_path and not old.exists() and recent.exists()
+    listing = subprocess.run(["pg_restore", "--list", str(made)], capture_output=True, text=True, timeout=60)
+    assert "TABLE DATA public clicks_click" in listing.stdout
