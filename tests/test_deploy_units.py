@@ -18,6 +18,7 @@ import requests
 
 from tests.conftest import database_url
 from tests.faults.conftest import free_port, wait_until_up
+from tests.test_backup_restore import client_path
 
 BASE_DIR = Path(__file__).resolve().parents[1]
 UNITS = BASE_DIR / "deploy" / "systemd"
@@ -288,7 +289,8 @@ def test_the_backup_unit_writes_a_dump_and_removes_those_past_their_days(tmp_pat
         dump.write_bytes(b"")
         moment = time.time() - days * 86400
         os.utime(dump, (moment, moment))
-    env = unit_environment(settings, STATE_DIRECTORY=str(tmp_path), BACKUP_KEEP_DAYS="7")  # StateDirectory=
+    # StateDirectory=; pg_dump of the server's version (the embedded server's own, when the suite runs on it).
+    env = unit_environment(settings, STATE_DIRECTORY=str(tmp_path), BACKUP_KEEP_DAYS="7", PATH=client_path())
     result = subprocess.run(
         command_of(settings["ExecStart"][0], env),
         cwd=here(settings["WorkingDirectory"][0]),
@@ -300,5 +302,5 @@ def test_the_backup_unit_writes_a_dump_and_removes_those_past_their_days(tmp_pat
     assert result.returncode == 0, result.stderr
     made = Path(result.stdout.strip())
     assert made.parent == tmp_path and not old.exists() and recent.exists()
-    listing = subprocess.run(["pg_restore", "--list", str(made)], capture_output=True, text=True, timeout=60)
+    listing = subprocess.run(["pg_restore", "--list", str(made)], env=env, capture_output=True, text=True, timeout=60)
     assert "TABLE DATA public clicks_click" in listing.stdout
