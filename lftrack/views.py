@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_safe
 
 from lftrack.ratelimit import breaker
+from lftrack.version import VERSION
 
 logger = logging.getLogger("lftrack.health")
 
@@ -27,9 +28,10 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness: the process answers. Nothing else is asked, so a dependency's outage never makes an
-    orchestrator restart every node at once."""
-    return JsonResponse({"status": "ok"})
+    """Liveness: the process answers, and which release it runs (a rolling deploy is done when every node
+    says the new one). Nothing else is asked, so a dependency's outage never makes an orchestrator restart
+    every node at once."""
+    return JsonResponse({"status": "ok", "version": VERSION})
 
 
 @require_GET

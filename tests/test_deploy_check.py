@@ -17,7 +17,7 @@ BASE_DIR = Path(__file__).resolve().parents[1]
 def production_block() -> dict[str, str]:
     """The `export` lines of docs/deployment.md, "Running in production", as the shell would set them."""
     page = (BASE_DIR / "docs" / "deployment.md").read_text()
-    section = page.split("## Running in production", 1)[1].split("\n## ", 1)[0]
+    section = re.split(r"\n#{1,6} ", page.split("### Running in production\n", 1)[1], maxsplit=1)[0]
     env = {}
     for line in section.splitlines():
         line = line.strip()

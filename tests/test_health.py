@@ -1,6 +1,8 @@
 """GET /healthz (liveness) and GET /readyz (readiness)."""
 
 import threading
+import tomllib
+from pathlib import Path
 
 import pytest
 from django.core.cache import caches
@@ -10,11 +12,16 @@ from lftrack import views
 from lftrack.ratelimit import breaker
 
 
+def project_version() -> str:
+    """The version pyproject.toml sets (the installed one must be it: make reinstalls when the file changes)."""
+    return tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["version"]
+
+
 @pytest.mark.django_db
 def test_healthz_answers_whatever_the_dependencies(client, monkeypatch):
     monkeypatch.setattr(views, "_database_answers", lambda timeout: pytest.fail("liveness asks no database"))
     resp = client.get("/healthz")
-    assert resp.status_code == 200 and resp.json() == {"status": "ok"}
+    assert resp.status_code == 200 and resp.json() == {"status": "ok", "version": project_version()}
 
 
 @pytest.mark.django_db(transaction=True)
