@@ -31,8 +31,9 @@ def step_preview(*, step: CampaignEmail, name: str, email: str) -> Preview:
     if step.html:
         filled = html_placeholders_fill(step.html, name=name, email=email)
         html = layout_render(workspace=step.workspace, subject=subject, html=filled, unsubscribe_url=unsubscribe)
-    return Preview(subject=subject, html=html, text=body_render(step.body, name=name, email=email,
-                                                                unsubscribe_url=unsubscribe))  # fmt: skip
+    return Preview(
+        subject=subject, html=html, text=body_render(step.body, name=name, email=email, unsubscribe_url=unsubscribe)
+    )
 
 
 def step_test_send(*, step: CampaignEmail, name: str, email: str, to: str) -> None:

@@ -52,7 +52,11 @@ def campaign_step_numbers(*, campaign: Campaign) -> dict[int, dict]:
             continue
         step["sales"] += count
         step["revenue"].append(
-            {"currency": currency, "gross_cents": int(gross), "refunded_cents": int(refunded),
-             "net_cents": int(gross - refunded)}
-        )  # fmt: skip
+            {
+                "currency": currency,
+                "gross_cents": int(gross),
+                "refunded_cents": int(refunded),
+                "net_cents": int(gross - refunded),
+            }
+        )
     return dict(numbers)
