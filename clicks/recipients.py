@@ -2,6 +2,7 @@
 the click it attributes."""
 
 from django.core import signing
+from django.db import connection, transaction
 
 from clicks.models import Click
 
@@ -34,6 +35,13 @@ def click_recipient_record(*, click_id: str, send_id: int) -> None:
 
     A second statement after the redirect's batched insert (clicks/services.py), for email clicks only,
     rather than a column more in that statement: every other click pays nothing, and the batch keeps
-    its shape (docs/email.md, "Tracked links"). A process dying between the two leaves an ordinary click.
+    its shape (docs/email.md, "Tracked links"). Committed without waiting for the WAL flush: a crash
+    in the next few hundred milliseconds may lose the attribution, never the click, which then stays an
+    ordinary click; the visitor is not kept waiting 2 to 3 ms for fdatasync (lftrack/batching.py).
     """
-    Click.objects.filter(click_id=click_id, email_send_id__isnull=True).update(email_send_id=send_id)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        cursor.execute(_RECORD_SQL, [send_id, click_id])
+
+
+_RECORD_SQL = f"UPDATE {Click._meta.db_table} SET email_send_id = %s WHERE click_id = %s AND email_send_id IS NULL"
