@@ -20,7 +20,7 @@ def email_links_ensure(step: CampaignEmail) -> dict[str, str]:
     (under the step's row lock, so two senders make one link each). Our own unsubscribe and confirmation
     links are never in a step's text: the layout and the footer add them after the rewrite."""
     destinations = list(dict.fromkeys([*html_links(step.html), *text_links(step.body)]))
-    destinations = [url for url in destinations if len(url) <= 2048]
+    destinations = [url for url in destinations if len(url) <= 2048 and not _ours(url)]
     if not destinations:
         return {}
     known = _known(step, destinations)
@@ -33,6 +33,16 @@ def email_links_ensure(step: CampaignEmail) -> dict[str, str]:
                 if destination not in known:
                     known[destination] = _create(step, post, destination)
     return known
+
+
+# Our own unsubscribe (/u/), confirmation (/c/) and tracked (/l/) links, written into a step by hand: never
+# wrapped (an unsubscribe must work as it is; a tracked link wrapped again would count each click twice).
+_OURS = ("/u/", "/c/", "/l/")
+
+
+def _ours(url: str) -> bool:
+    base = settings.PUBLIC_BASE_URL.rstrip("/")
+    return any(url.startswith(base + path) for path in _OURS)
 
 
 def _known(step: CampaignEmail, destinations: list[str]) -> dict[str, str]:

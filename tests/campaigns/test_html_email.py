@@ -230,3 +230,18 @@ def test_a_plain_text_step_has_its_links_tracked_too_but_never_the_unsubscribe_l
     )
     assert "Unsubscribe: http://testserver/u/" in body
     assert EmailLink.objects.filter(campaign_email__campaign=campaign).count() == 2
+
+
+def test_our_own_unsubscribe_confirmation_and_tracked_links_written_in_a_step_are_never_rewritten(
+    acme, clock, smtp_server
+):
+    campaign = CampaignFactory(workspace=acme, slug="own")
+    own = ["http://testserver/u/abc:def", "http://testserver/c/abc:def", "http://testserver/l/abcdefgh"]
+    markdown = " ".join(f"[{n}]({url})" for n, url in enumerate(own)) + " [shop](https://shop.example/)"
+    campaign_email_add(campaign=campaign, subject="Hi", markdown=markdown, delay_minutes=0)
+    campaign_lead_add(campaign=campaign, email="ann@example.com")
+    run_pass()
+    _, text, html = parts(smtp_server.received[0][2])
+    for url in own:
+        assert f'href="{url}"' in html and f"({url})" in text
+    assert [link.destination for link in EmailLink.objects.all()] == ["https://shop.example/"]
