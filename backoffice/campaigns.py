@@ -182,9 +182,10 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         campaign = self.get_object(request, unquote(object_id))  # annotated with its numbers (get_queryset)
         if campaign is not None:
+            funnel = funnel_context(campaign)
             extra_context = {
-                "funnel": funnel_context(campaign),
-                "step_numbers": step_numbers_context(campaign),
+                "funnel": funnel,
+                "step_numbers": step_numbers_context(campaign, sent=funnel["sent"]),
                 **(extra_context or {}),
             }
         return super().change_view(request, object_id, form_url, extra_context)

@@ -6,11 +6,13 @@ from conversions.step_numbers import campaign_step_numbers
 from lftrack.currencies import amount_text
 
 
-def step_numbers_context(campaign: Campaign) -> list[dict]:
-    numbers = campaign_step_numbers(campaign=campaign)
+def step_numbers_context(campaign: Campaign, *, sent: dict[int, int]) -> list[dict]:
+    """`sent`: each step's emails sent of all time, by position (the funnel's, backoffice/funnel.py)."""
+    steps = list(CampaignEmail.objects.filter(campaign=campaign).order_by("position"))
+    numbers = campaign_step_numbers(steps=steps, sent=sent)
     rows = []
-    for step in CampaignEmail.objects.filter(campaign=campaign).order_by("position"):
-        row = numbers.get(step.pk, {"sent": 0, "clicks": 0, "click_rate": 0.0, "leads": 0, "sales": 0, "revenue": []})
+    for step in steps:
+        row = numbers[step.pk]
         rows.append(
             {
                 "position": step.position,

@@ -101,6 +101,7 @@ def test_a_refused_test_says_why(as_bob, step, smtp_server):
 
 def test_the_campaign_page_shows_clicks_and_conversions_per_step(as_bob, acme, step):
     link = LinkFactory(post__workspace=acme)
+    EmailLink.objects.create(workspace=acme, campaign_email=step, link=link, destination=link.destination)
     sends = [
         EmailSendFactory(enrollment=EnrollmentFactory(campaign=step.campaign), campaign_email=step) for _ in range(4)
     ]
@@ -112,7 +113,9 @@ def test_the_campaign_page_shows_clicks_and_conversions_per_step(as_bob, acme, s
     ConversionEventFactory(click=first, event="lead")
     sale = ConversionEventFactory(click=first, event="sale", value_cents=10000, currency="EUR")
     RefundFactory(conversion=sale, amount_cents=2500)
-    ConversionEventFactory(click=ClickFactory(link=link), event="sale", value_cents=999)  # not from the email
+    ConversionEventFactory(click=ClickFactory(link=link), event="sale", value_cents=999)  # no token: not the email's
+    other = LinkFactory(post__workspace=acme)  # another link's click naming a send (impossible with a real token)
+    ConversionEventFactory(click=ClickFactory(link=other, email_send_id=sends[3].pk), event="lead")
 
     page = as_bob.get(reverse("admin:campaigns_campaign_change", args=[step.campaign_id])).content.decode()
     row = re.search(r'<tr class="step-numbers-row" data-position="1">(.*?)</tr>', page, re.S).group(1)

@@ -12,7 +12,10 @@ from campaigns.sending import run_pass
 from campaigns.services import campaign_email_add, campaign_lead_add
 from campaigns.steps import campaign_email_edit
 from clicks.models import Click
+from conversions.step_numbers import campaign_step_numbers
 from lftrack.errors import Unprocessable
+from rollups.selectors import campaign_step_sends
+from tests.campaigns.conftest import NOW
 from tests.campaigns.test_smtp import smtp_server, smtp_settings  # noqa: F401 (fixtures)
 from tests.factories import CampaignFactory
 
@@ -178,9 +181,10 @@ def test_a_click_in_the_email_is_recorded_with_its_step_and_contact_and_credits_
 
     lead = api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token)
     assert lead.status_code == 201, lead.content
-    from conversions.step_numbers import campaign_step_numbers
-
-    numbers = campaign_step_numbers(campaign=html_campaign)[send.campaign_email_id]
+    steps = campaign_step_sends(campaign_id=html_campaign.pk, since=NOW.date())["steps"]
+    sent = {position: counts["sent"] for position, counts in steps.items()}
+    steps = list(CampaignEmail.objects.filter(campaign=html_campaign))
+    numbers = campaign_step_numbers(steps=steps, sent=sent)[send.campaign_email_id]
     assert (numbers["sent"], numbers["clicks"], numbers["leads"], numbers["sales"]) == (1, 1, 1, 0)
 
 
