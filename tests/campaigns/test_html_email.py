@@ -204,10 +204,13 @@ def test_a_forged_or_altered_tracked_link_records_an_ordinary_click(acme, globex
         f"{base}?lf_e={send_id}",  # unsigned
         f"http://testserver{other}?lf_e={token}",  # a good token moved to another link
         f"{base}?lf_e={token}x",
+        f"{base}?lf_e={token}{'A' * 100}",  # over 100 characters: not even checked
+        f"{base}?lf_e=",
     ]
     for url in attempts:
         response = Client().get(url)
         assert response.status_code == 302 and "lf_cid=" in response["Location"]
+    assert Client().get(f"{base}?lf_e=%00{token}").status_code == 400  # a NUL byte: refused before the redirect
     clicks = Click.objects.order_by("pk")
     assert clicks.count() == len(attempts)
     assert not clicks.filter(email_send_id__isnull=False).exists()
