@@ -17,6 +17,8 @@ from backoffice.filters import ModeFilter
 from backoffice.forms import WorkspaceChoiceForm
 from backoffice.funnel import funnel_context
 from backoffice.scoping import MEMBERS, OWNERS, scope
+from backoffice.step_numbers import step_numbers_context
+from backoffice.step_preview import preview_view, test_send_view
 from campaigns.mail import subject_render
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.services import (
@@ -29,6 +31,7 @@ from campaigns.services import (
     enrollment_stop,
     suppression_add,
 )
+from campaigns.steps import campaign_email_edit, step_content
 from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from rollups.selectors import campaigns_with_numbers
@@ -46,19 +49,39 @@ def recipients_url(campaign_id: int, **params: str) -> str:
 
 
 class CampaignEmailForm(forms.ModelForm):
-    """A live step keeps its delay and stays live: the schedule of waiting enrollments was computed from them."""
+    """A live step keeps its delay and stays live: the schedule of waiting enrollments was computed from them.
+    A step is written in Markdown (an HTML email) or as plain text; Markdown wins when both are given."""
 
     class Meta:
         model = CampaignEmail
-        fields = ["subject", "body", "delay_minutes", "active"]
-        widgets = {"body": forms.Textarea(attrs={"rows": 4, "cols": 60})}
-        help_texts = {"delay_minutes": "after enrollment for the first step, after the previous send for later ones"}
+        fields = ["subject", "markdown", "body", "delay_minutes", "active"]
+        widgets = {
+            "markdown": forms.Textarea(attrs={"rows": 10, "cols": 80, "class": "lf-markdown"}),
+            "body": forms.Textarea(attrs={"rows": 4, "cols": 60}),
+        }
+        labels = {"markdown": "HTML email (Markdown)", "body": "plain text"}
+        help_texts = {
+            "delay_minutes": "after enrollment for the first step, after the previous send for later ones",
+            "markdown": "# heading, **bold**, *italic*, [a link](https://…), - lists, ![image](https://…); "
+            "{{ name }} and {{ email }} are filled per contact. Sanitized on save; links are tracked when sent.",
+            "body": "Only for a plain-text email; for an HTML email it is made from the Markdown on save.",
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["body"].required = False
         if self.instance.pk and self.instance.active:
             self.fields["active"].disabled = True
             self.fields["delay_minutes"].disabled = True
+
+    def clean(self):
+        data = super().clean()
+        if self.has_changed():
+            try:  # the service's rules, before anything is saved (save_formset saves through it)
+                step_content(body=data.get("body") or "", markdown=data.get("markdown") or "")
+            except ServiceError as exc:
+                raise forms.ValidationError(exc.message) from None
+        return data
 
 
 class CampaignEmailInline(WorkspaceScopedStackedInline):
@@ -66,11 +89,18 @@ class CampaignEmailInline(WorkspaceScopedStackedInline):
 
     model = CampaignEmail
     form = CampaignEmailForm
-    fields = ["position", "subject", "body", "delay_minutes", "active"]
-    readonly_fields = ["position"]
+    fields = ["position", "preview", "subject", "markdown", "body", "delay_minutes", "active"]
+    readonly_fields = ["position", "preview"]
     add_roles = change_roles = OWNERS
     ordering = ["position"]
     can_delete = False  # sends keep pointing at their step; a step is never taken back once live
+
+    @admin.display(description="preview")
+    def preview(self, obj: CampaignEmail) -> str:
+        if obj.pk is None:
+            return "save the step first"
+        url = reverse("admin:campaigns_campaign_preview", args=[obj.campaign_id, obj.position])
+        return format_html('<a href="{}" class="button lf-preview-link">Preview and test</a>', url)
 
 
 @admin.register(Campaign)
@@ -124,10 +154,19 @@ class CampaignAdmin(WorkspaceScopedAdmin):
         return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
 
     def get_urls(self):
+        def view(function):
+            return self.admin_site.admin_view(lambda request, **kwargs: function(self, request, **kwargs))
+
         switch = path(
             "<path:object_id>/switch/", self.admin_site.admin_view(self.switch_view), name="campaigns_campaign_switch"
         )
-        return [switch, *super().get_urls()]
+        preview = path(
+            "<path:object_id>/steps/<str:position>/preview/", view(preview_view), name="campaigns_campaign_preview"
+        )
+        test = path(
+            "<path:object_id>/steps/<str:position>/test/", view(test_send_view), name="campaigns_campaign_test_send"
+        )
+        return [switch, preview, test, *super().get_urls()]
 
     def _switch(self, request, queryset, status: str, service, done: str) -> None:
         """Run `service` on each selected campaign the user may change that is in `status`."""
@@ -143,7 +182,12 @@ class CampaignAdmin(WorkspaceScopedAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         campaign = self.get_object(request, unquote(object_id))  # annotated with its numbers (get_queryset)
         if campaign is not None:
-            extra_context = {"funnel": funnel_context(campaign), **(extra_context or {})}
+            funnel = funnel_context(campaign)
+            extra_context = {
+                "funnel": funnel,
+                "step_numbers": step_numbers_context(campaign, sent=funnel["sent"]),
+                **(extra_context or {}),
+            }
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_fieldsets(self, request, obj=None):
@@ -176,15 +220,17 @@ class CampaignAdmin(WorkspaceScopedAdmin):
                 campaign_email_add(
                     campaign=campaign,
                     subject=data["subject"],
-                    body=data["body"],
+                    body=data["body"] or "",
+                    markdown=data["markdown"] or "",
                     delay_minutes=data["delay_minutes"],
                     active=data["active"],
                 )
                 continue
             step = step_form.instance
-            CampaignEmail.objects.filter(pk=step.pk).update(
-                subject=data["subject"], body=data["body"], delay_minutes=data["delay_minutes"]
+            campaign_email_edit(
+                campaign_email=step, subject=data["subject"], body=data["body"] or "", markdown=data["markdown"] or ""
             )
+            CampaignEmail.objects.filter(pk=step.pk).update(delay_minutes=data["delay_minutes"])
             if data["active"] and not step_form.initial.get("active"):
                 campaign_email_activate(campaign_email=step)
 

@@ -10,7 +10,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from campaigns.mail import subject_render
 from campaigns.models import EmailSend, Enrollment, Suppression
-from campaigns.selectors import enrollments_of_customer, sends_of_customer, suppression_by_email
+from campaigns.selectors import email_clicks_of_sends, enrollments_of_customer, sends_of_customer, suppression_by_email
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent
 from conversions.selectors import clicks_of_customer, conversions_of_customer
@@ -64,13 +64,14 @@ def contact_sections(customer: Customer) -> dict:
     }
     conversions, clicks, sends, enrollments = (rows[:PAGE_ROWS] for rows in (conversions, clicks, sends, enrollments))
     by_contact = f"?customer__id__exact={customer.pk}"
+    email_clicks = email_clicks_of_sends(send_ids=[send.pk for send in sends])
     return {
         **more,
         "first_touch": first_touch(first_click),
         "conversions": [_conversion_row(c) for c in conversions],
         "conversions_url": reverse("admin:conversions_conversionevent_changelist") + by_contact,
         "clicks": [_click_row(c) for c in clicks],
-        "sends": [_send_row(s, customer) for s in sends],
+        "sends": [_send_row(s, customer, email_clicks.get(s.pk, [])) for s in sends],
         "sends_url": reverse("admin:campaigns_emailsend_changelist") + "?" + urlencode({"q": customer.email}),
         "enrollments": [_enrollment_row(e) for e in enrollments],
         "enrollments_url": reverse("admin:campaigns_enrollment_changelist") + by_contact,
@@ -192,8 +193,10 @@ def _send_subject(send: EmailSend, customer: Customer) -> str:
     return f"#{send.position} {subject_render(step.subject, name=customer.name, email=send.to_email)}"
 
 
-def _send_row(send: EmailSend, customer: Customer) -> dict:
+def _send_row(send: EmailSend, customer: Customer, clicks: list[Click]) -> dict:
     return {
+        # Which of the email's links they followed, and when (its signed links name the send).
+        "clicked": [(click.created_at, click.link.destination) for click in clicks],
         "when": send.sent_at,
         "campaign": _campaign(send.campaign_id, send.campaign),
         "email": _send_subject(send, customer),

@@ -52,6 +52,7 @@ def funnel_context(campaign: Campaign) -> dict:
     )
     days = [since + timedelta(days=n) for n in range(FUNNEL_DAYS)]
     return {
+        "sent": {position: counts["sent"] for position, counts in sends["steps"].items()},  # per step, all time
         "stages": stages,
         "exits": [
             ("Unsubscribed", campaign.n_unsubscribes),

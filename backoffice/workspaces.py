@@ -22,7 +22,13 @@ from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
 from workspaces.models import ApiToken, Invitation, Membership, Workspace
 from workspaces.origins import allowed_origins_parse
-from workspaces.services import membership_remove, membership_set, workspace_settings_update
+from workspaces.services import (
+    email_layout_clean,
+    membership_remove,
+    membership_set,
+    workspace_email_layout_set,
+    workspace_settings_update,
+)
 from workspaces.tokens import api_token_create, api_token_revoke
 
 
@@ -43,13 +49,40 @@ class SettingsForm(forms.ModelForm):
         required=False,
         help_text="The currency of a sale that names none. Sales already recorded keep theirs.",
     )
+    # Optional in the form (a form without it keeps the workspace's colour); the service checks #rrggbb.
+    email_brand_color = forms.CharField(
+        required=False,
+        max_length=7,
+        label="brand colour",
+        help_text="#rrggbb: the top border and the links of HTML emails.",
+        widget=forms.TextInput(attrs={"type": "color"}),
+    )
 
     class Meta:
         model = Workspace
-        fields = ["name", "allowed_origins", "currency"]
+        fields = ["name", "allowed_origins", "currency", "email_logo_url", "email_brand_color", "postal_address"]
+        labels = {"email_logo_url": "logo URL"}
         help_texts = {
             "allowed_origins": "Sites allowed to send leads with the pixel, one per line, e.g. https://shop.example.com",
+            "email_logo_url": "An https address of your logo, shown 40 px high at the top of HTML emails.",
+            "postal_address": "Printed in every email's footer, as CAN-SPAM requires.",
         }
+        widgets = {
+            "postal_address": forms.Textarea(attrs={"rows": 3, "cols": 40}),
+        }
+
+    def clean(self):
+        data = super().clean()
+        data["email_brand_color"] = data.get("email_brand_color") or self.instance.email_brand_color
+        try:  # the service's rules, checked before anything is saved (save_model applies them)
+            email_layout_clean(
+                logo_url=data.get("email_logo_url") or "",
+                brand_color=data.get("email_brand_color") or "",
+                postal_address=data.get("postal_address") or "",
+            )
+        except ServiceError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return data
 
     def clean_allowed_origins(self) -> str:
         try:
@@ -84,6 +117,7 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
         ("Money", {"fields": ["currency", "delete_test_data"]}),
         ("Team and sending", {"fields": ["members", "daily_send_limit"]}),
+        ("Email layout", {"fields": ["email_logo_url", "email_brand_color", "postal_address"]}),
     ]
 
     def has_add_permission(self, request, obj=None) -> bool:
@@ -154,6 +188,12 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             name=form.cleaned_data["name"],
             allowed_origins=form.cleaned_data["allowed_origins"],
             currency=form.cleaned_data["currency"] or None,
+        )
+        workspace_email_layout_set(
+            workspace=obj,
+            logo_url=form.cleaned_data["email_logo_url"],
+            brand_color=form.cleaned_data["email_brand_color"],
+            postal_address=form.cleaned_data["postal_address"],
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

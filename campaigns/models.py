@@ -54,7 +54,12 @@ class CampaignEmail(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="emails")
     position = models.PositiveIntegerField()
     subject = models.CharField(max_length=255)
+    # The plain-text part. For an HTML step it is generated from `html` on save (campaigns/html.py).
     body = models.TextField()
+    # An HTML step (docs/email.md, "HTML emails"): its Markdown as written, and the HTML rendered from it and
+    # sanitized on save; both empty for a plain-text step.
+    markdown = models.TextField(blank=True, default="", db_default="")
+    html = models.TextField(blank=True, default="", db_default="")
     # Counted from enrollment (or resume) for the first unsent step, from the previous send after that.
     delay_minutes = models.PositiveIntegerField(default=0)
     active = models.BooleanField(default=True)
@@ -64,10 +69,36 @@ class CampaignEmail(models.Model):
         ordering = ["campaign", "position"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "position"], name="campaigns_campaignemail_one_per_position"),
+            models.CheckConstraint(
+                condition=Q(markdown="", html="") | (~Q(markdown="") & ~Q(html="")),
+                name="campaigns_campaignemail_html_from_markdown",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"#{self.position} {self.subject}"
+
+
+class EmailLink(models.Model):
+    """The tracked link standing for one destination in one step's email: every recipient's click on it goes
+    through `GET /l/<key>` with a signed token naming their send (campaigns/tracking.py)."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    campaign_email = models.ForeignKey(CampaignEmail, on_delete=models.CASCADE, related_name="links", db_index=False)
+    link = models.OneToOneField("clicks.Link", on_delete=models.CASCADE, related_name="email_link")
+    destination = models.URLField(max_length=2048)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # By a digest: a 2,048-character URL may pass a B-tree entry's 2,704 bytes. Also the sender's lookup.
+            models.UniqueConstraint(
+                "campaign_email", models.functions.MD5("destination"), name="campaigns_emaillink_one_per_destination"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.destination
 
 
 class Enrollment(models.Model):

@@ -5,6 +5,7 @@ from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower
 
 from campaigns.models import Campaign, EmailSend, Enrollment, Suppression
+from clicks.models import Click
 from customers.models import Customer
 from lftrack.db import after_keyset
 
@@ -26,6 +27,16 @@ def sends_of_customer(*, customer: Customer) -> QuerySet:
         .select_related("campaign", "campaign_email")
         .order_by("-sent_at", "-pk")
     )
+
+
+def email_clicks_of_sends(*, send_ids: list[int]) -> dict[int, list[Click]]:
+    """By send id, the clicks of people (not bots) on that email's tracked links, oldest first, with the link
+    (docs/email.md, "Tracked links"; the partial index clicks_click_email_send)."""
+    clicks: dict[int, list[Click]] = {}
+    rows = Click.objects.filter(email_send_id__in=send_ids, is_bot=False).select_related("link").order_by("created_at")
+    for click in rows:
+        clicks.setdefault(click.email_send_id, []).append(click)
+    return clicks
 
 
 def enrollment_by_email(*, campaign: Campaign, email: str) -> Enrollment | None:

@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -42,11 +42,13 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from campaigns.confirmation import confirmations_send
+from campaigns.html import html_placeholders_fill
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.schedule import step_due_at
 from campaigns.services import enrollment_event, suppression_add
 from campaigns.smtp import Delivery, Mailer, deliver
+from campaigns.tracking import email_links_ensure, links_track
 from campaigns.unsubscribe import unsubscribe_url
 from lftrack.errors import Unprocessable
 from lftrack.fairshare import in_turns, waiting_workspaces_sql
@@ -103,6 +105,9 @@ class _Reservation:
     previous_position: int
     previous_sent_at: datetime | None
     previous_next_send_at: datetime | None
+    # Filled after the reservation commits (`_prepare`): the step's tracked links and the workspace's layout.
+    links: dict[str, str] = field(default_factory=dict)
+    workspace: Workspace | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,6 +126,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
         while True:
             reservations, more = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
             if reservations:
+                _prepare(reservations)
                 delivery = deliver(reservations, _message, mailer, handing_over=_handing_over)
                 _record(delivery, now=timezone.now())
                 result.sent += len(delivery.accepted)
@@ -448,12 +454,36 @@ def _next_utc_midnight(now: datetime) -> datetime:
 # 2. Deliver (campaigns/smtp.py hands the batch over and sorts the answers)
 
 
+def _prepare(reservations: list[_Reservation]) -> None:
+    """Each reservation's tracked links (created on a step's first send) and workspace, once per step and
+    workspace of the batch. A step whose links cannot be made goes out with its links as written: one line
+    says so, and the batch is not held (its rows are reserved already)."""
+    links: dict[int, dict[str, str]] = {}
+    for reservation in reservations:
+        step = reservation.step
+        if step.pk not in links:
+            try:
+                links[step.pk] = email_links_ensure(step)
+            except Exception as exc:
+                links[step.pk] = {}
+                logger.error("links not tracked", extra={"campaign_email_id": step.pk, "error": type(exc).__name__})
+        reservation.links = links[step.pk]
+    workspaces = Workspace.objects.in_bulk({reservation.send.workspace_id for reservation in reservations})
+    for reservation in reservations:
+        reservation.workspace = workspaces[reservation.send.workspace_id]
+
+
 def _message(reservation: _Reservation) -> EmailMessage:
-    """The step's email to the contact, built after the reservation committed (no lock held meanwhile)."""
+    """The step's email to the contact, built after the reservation committed (no lock held meanwhile): its
+    links through our redirect, signed for this send (docs/email.md, "Tracked links")."""
     customer = reservation.enrollment.customer
+    step = reservation.step
+    html, body = links_track(html=step.html, text=step.body, keys=reservation.links, send_id=reservation.send.pk)
     return step_message(
-        subject=reservation.step.subject,
-        body=reservation.step.body,
+        subject=step.subject,
+        body=body,
+        html=html_placeholders_fill(html, name=customer.name, email=customer.email) if html else "",
+        workspace=reservation.workspace,
         name=customer.name,
         email=customer.email,
         message_id=reservation.send.message_id,

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
+from campaigns.steps import step_content
 from clicks.models import Link, Post
 from clicks.services import link_create
 from customers.models import Customer, CustomerActivity
@@ -103,15 +104,15 @@ def campaign_create(*, workspace: Workspace, slug: str, name: str = "") -> Campa
 
 @transaction.atomic
 def campaign_email_add(
-    *, campaign: Campaign, subject: str, body: str, delay_minutes: int, active: bool = True
+    *, campaign: Campaign, subject: str, body: str = "", delay_minutes: int, active: bool = True, markdown: str = ""
 ) -> CampaignEmail:
-    """Append a step to the sequence; an active step schedules the enrollments it becomes next for."""
+    """Append a step to the sequence, plain text (`body`) or HTML (`markdown`, campaigns/steps.py); an active
+    step schedules the enrollments it becomes next for."""
     if not subject:
         raise Unprocessable("subject is required")
     if len(subject) > 255:
         raise Unprocessable("subject is too long")
-    if not body:
-        raise Unprocessable("body is required")
+    content = step_content(body=body, markdown=markdown)
     if (
         isinstance(delay_minutes, bool)
         or not isinstance(delay_minutes, int)
@@ -125,9 +126,9 @@ def campaign_email_add(
         campaign=campaign,
         position=last + 1,
         subject=subject,
-        body=body,
         delay_minutes=delay_minutes,
         active=active,
+        **content,
     )
     if active:
         _schedule_for_step(email)

@@ -54,12 +54,23 @@ class Click(models.Model):
     browser = models.CharField(max_length=50, blank=True, default="", db_default="")
     os = models.CharField(max_length=50, blank=True, default="", db_default="")
     referrer_domain = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # A click on a campaign email's link whose signed token checked out: the EmailSend (so the enrollment, step
+    # and contact) it came from. A plain id: campaigns sit above clicks (docs/email.md, "Tracked links").
+    email_send_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["click_id"], name="clicks_click_one_per_click_id")]
         # Admin numbers: a link's clicks above the roll-up watermark (rollups/). Replaces the link_id
         # index one for one, so a click still updates three indexes.
-        indexes = [models.Index(fields=["link", "id"], name="clicks_click_link_tail")]
+        indexes = [
+            models.Index(fields=["link", "id"], name="clicks_click_link_tail"),
+            # A step's and a contact's email clicks; partial, so the clicks of other links never update it.
+            models.Index(
+                fields=["email_send_id"],
+                condition=models.Q(email_send_id__isnull=False),
+                name="clicks_click_email_send",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.click_id

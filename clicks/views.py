@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
 
 from clicks.bots import is_bot
+from clicks.recipients import RECIPIENT_PARAM, click_recipient_record, recipient_verify
 from clicks.services import click_follow, destination_with_click_id, link_destination
 from lftrack.batching import Abandoned
 from lftrack.ratelimit import client_key
@@ -73,6 +74,11 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
         raise Http404("unknown link")
     destination, click_id = followed
     recent_links.remember(key, destination)
+    # A campaign email's link: its signed token names the send (so the step and contact). A forged or
+    # altered one is ignored: the click stays an ordinary click.
+    token = request.GET.get(RECIPIENT_PARAM)
+    if click_id is not None and token and (send_id := recipient_verify(key=key, token=token)) is not None:
+        click_recipient_record(click_id=click_id, send_id=send_id)
     # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
     location = _uri(destination)
     return _redirect(location if click_id is None else destination_with_click_id(location, click_id))

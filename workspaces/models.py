@@ -23,12 +23,25 @@ class Workspace(models.Model):
     daily_send_limit = models.PositiveIntegerField(null=True, blank=True)
     # ISO 4217: the currency of a sale that names none (lftrack/currencies.py).
     currency = models.CharField(max_length=3, default="USD", db_default="USD")
+    # The HTML emails' layout (templates/emails/layout.html): a logo, a colour for links and buttons, and the
+    # postal address the footer must show (CAN-SPAM).
+    email_logo_url = models.URLField(max_length=2048, blank=True, default="", db_default="")
+    email_brand_color = models.CharField(max_length=7, default="#2563eb", db_default="#2563eb")
+    postal_address = models.TextField(max_length=500, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
                 condition=Q(currency__regex=r"^[A-Z]{3}$"), name="workspaces_workspace_currency_code"
+            ),
+            # Printed into a style attribute of the layout: a colour and nothing else.
+            models.CheckConstraint(
+                condition=Q(email_brand_color__regex=r"^#[0-9a-fA-F]{6}$"), name="workspaces_workspace_brand_color"
+            ),
+            models.CheckConstraint(
+                condition=Q(email_logo_url="") | Q(email_logo_url__startswith="https://"),
+                name="workspaces_workspace_logo_https",
             ),
         ]
 

@@ -3,6 +3,8 @@
 import re
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 
 from lftrack.currencies import currency_code
@@ -82,6 +84,37 @@ def workspace_settings_update(
         workspace.currency = code
     workspace.save(update_fields=["name", "allowed_origins", "currency"])
     transaction.on_commit(workspace_changed)  # the processes' token copies carry the workspace's row
+    return workspace
+
+
+_BRAND_COLOR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+def email_layout_clean(*, logo_url: str, brand_color: str, postal_address: str) -> dict[str, str]:
+    """The HTML emails' layout fields (docs/email.md, "The layout") as stored: an https logo URL or none, a
+    `#rrggbb` colour, the postal address for the footer (CAN-SPAM). Raises Unprocessable."""
+    logo_url, postal_address = logo_url.strip(), postal_address.strip()
+    if logo_url:
+        if len(logo_url) > 2048:
+            raise Unprocessable("logo URL is too long")
+        try:
+            URLValidator(schemes=["https"])(logo_url)
+        except ValidationError:
+            raise Unprocessable("logo URL must be an https URL") from None
+    if not _BRAND_COLOR_RE.match(brand_color):
+        raise Unprocessable("brand colour must be #rrggbb")
+    if len(postal_address) > 500:
+        raise Unprocessable("postal address is too long")
+    return {"email_logo_url": logo_url, "email_brand_color": brand_color.lower(), "postal_address": postal_address}
+
+
+def workspace_email_layout_set(
+    *, workspace: Workspace, logo_url: str, brand_color: str, postal_address: str
+) -> Workspace:
+    fields = email_layout_clean(logo_url=logo_url, brand_color=brand_color, postal_address=postal_address)
+    for name, value in fields.items():
+        setattr(workspace, name, value)
+    workspace.save(update_fields=list(fields))
     return workspace
 
 

@@ -2,6 +2,7 @@
 the same on every run until `--reset`."""
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -79,3 +80,49 @@ def test_demo_refuses_the_key_everyone_knows(settings):
     settings.SECRET_KEY = settings.FALLBACK_SECRET_KEY
     with pytest.raises(Exception, match="demo needs a SECRET_KEY of its own"):
         demo()
+
+
+def test_the_demo_welcome_is_an_html_email_whose_link_to_the_landing_page_is_tracked(mailoutbox, settings):
+    from campaigns.models import CampaignEmail, EmailLink, EmailSend
+    from campaigns.sending import run_pass
+    from campaigns.services import campaign_lead_add
+    from clicks.models import Click
+
+    demo()
+    step = CampaignEmail.objects.get(campaign__workspace__slug="demo", campaign__slug="welcome", position=1)
+    landing = settings.PUBLIC_BASE_URL + "/demo/landing?utm_source=lftrack-demo&utm_medium=email#signup"
+    assert step.markdown and f'<a href="{landing.replace("&", "&amp;")}"' in step.html
+    assert demo()["campaign"]["slug"] == "welcome"  # a second run changes nothing
+    assert CampaignEmail.objects.filter(campaign=step.campaign).count() == 1
+
+    enrollment = campaign_lead_add(campaign=step.campaign, email="ada@example.com", name="Ada").enrollment
+    assert run_pass().sent == 1
+    [message] = mailoutbox
+    html = message.alternatives[0][0]
+    assert "Welcome, Ada" in html and "Demo Inc.<br>1 Example Street, Springfield" in html
+    link = EmailLink.objects.get(campaign_email=step)
+    assert link.destination == landing
+    tracked = re.search(r'href="([^"]*/l/' + link.link.key + r'\?lf_e=[^"]+)"', html).group(1)
+    followed = Client().get(tracked.replace(settings.PUBLIC_BASE_URL, ""), HTTP_USER_AGENT="Mozilla/5.0 (X11; Linux)")
+    assert followed.status_code == 302 and followed["Location"].startswith(
+        settings.PUBLIC_BASE_URL + "/demo/landing?utm_source=lftrack-demo&utm_medium=email&lf_cid="
+    )
+    click = Click.objects.get(link=link.link)
+    assert click.email_send_id == EmailSend.objects.get(enrollment=enrollment).pk
+
+
+def test_an_older_demos_plain_welcome_becomes_the_html_one():
+    from campaigns.models import CampaignEmail
+    from campaigns.services import campaign_create, campaign_email_add
+    from workspaces.models import Workspace
+
+    workspace = Workspace.objects.create(slug="demo", name="Demo")
+    campaign = campaign_create(workspace=workspace, slug="welcome", name="Welcome sequence")
+    campaign_email_add(
+        campaign=campaign,
+        subject="Welcome, {{ name }}",
+        body="Hi {{ name }}, thanks for signing up with {{ email }}.",
+        delay_minutes=0,
+    )
+    demo()
+    assert "Open the demo landing page" in CampaignEmail.objects.get(campaign=campaign).html

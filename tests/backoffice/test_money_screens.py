@@ -97,3 +97,27 @@ def test_owners_delete_test_data_in_one_click_after_a_confirmation(as_alice, as_
         == 302
     )
     assert ConversionEvent.objects.filter(pk=theirs.pk).exists()  # another workspace's: not hers to delete
+
+
+def test_owners_set_the_email_layout_and_bad_values_change_nothing(as_alice, acme):
+    page = reverse("admin:workspaces_workspace_change", args=[acme.pk])
+    fields = {"name": "Acme", "allowed_origins": "", "currency": "USD"}
+    layout = {"email_logo_url": "https://cdn.acme.example/logo.png", "email_brand_color": "#FF5500"}
+    saved = as_alice.post(page, {**fields, **layout, "postal_address": "1 Main St\nSpringfield"})
+    assert saved.status_code == 302
+    acme.refresh_from_db()
+    assert (acme.email_logo_url, acme.email_brand_color, acme.postal_address) == (
+        "https://cdn.acme.example/logo.png",
+        "#ff5500",
+        "1 Main St\nSpringfield",
+    )
+    for bad, message in [
+        ({"email_logo_url": "http://cdn.acme.example/logo.png"}, "logo URL must be an https URL"),
+        ({"email_brand_color": "red;background:url(x)"}, "Ensure this value has at most 7 characters"),
+        ({"email_brand_color": "#12345g"}, "brand colour must be #rrggbb"),
+        ({"postal_address": "x" * 501}, "Ensure this value has at most 500 characters"),
+    ]:
+        response = as_alice.post(page, {**fields, **layout, **bad})
+        assert response.status_code == 200 and message in response.content.decode(), bad
+    acme.refresh_from_db()
+    assert (acme.email_brand_color, acme.postal_address) == ("#ff5500", "1 Main St\nSpringfield")

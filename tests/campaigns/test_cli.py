@@ -28,6 +28,23 @@ def run(*args) -> dict:
     return json.loads(lines[0])
 
 
+def test_campaign_add_email_in_markdown(acme, campaign):
+    result = run(
+        "campaign",
+        "add-email",
+        "acme",
+        "spring",
+        "--subject",
+        "Hi",
+        "--markdown",
+        "**Hello** {{ name }}",
+        "--delay-minutes",
+        "0",
+    )
+    step = CampaignEmail.objects.get(pk=result["id"])
+    assert (step.html, step.body) == ("<p><strong>Hello</strong> {{ name }}</p>", "Hello {{ name }}")
+
+
 def test_campaign_create(acme):
     result = run("campaign", "create", "acme", "spring", "--name", "Spring launch")
     campaign = Campaign.objects.get(workspace=acme, slug="spring")
@@ -127,6 +144,21 @@ def test_link_create_refuses_another_workspaces_campaign(acme, globex_campaign):
         (
             ["campaign", "add-email", "acme", "spring", "--subject", "", "--body", "B", "--delay-minutes", "5"],
             "subject is required",
+        ),
+        (
+            [
+                "campaign",
+                "add-email",
+                "acme",
+                "spring",
+                "--subject",
+                "S",
+                "--markdown",
+                "<script>x</script>",
+                "--delay-minutes",
+                "5",
+            ],
+            "markdown has no content once sanitized",
         ),
         (["campaign", "activate-email", "acme", "spring", "9"], "no email at position 9 in spring"),
         (["campaign", "activate-email", "acme", "nope", "1"], "unknown campaign: nope"),

@@ -37,7 +37,9 @@ class Command(JsonCommand):
         add.add_argument("workspace")
         add.add_argument("slug")
         add.add_argument("--subject", required=True)
-        add.add_argument("--body", required=True)
+        text = add.add_mutually_exclusive_group(required=True)
+        text.add_argument("--body", help="a plain-text email")
+        text.add_argument("--markdown", help='an HTML email written in Markdown (docs/email.md, "HTML emails")')
         add.add_argument(
             "--delay-minutes", type=int, required=True, help="counted from enrollment or the previous send"
         )
@@ -74,11 +76,25 @@ class Command(JsonCommand):
         return {"id": campaign.pk, "slug": campaign.slug}
 
     def do_add_email(
-        self, *, workspace: str, slug: str, subject: str, body: str, delay_minutes: int, inactive: bool, **_
+        self,
+        *,
+        workspace: str,
+        slug: str,
+        subject: str,
+        body: str | None,
+        markdown: str | None,
+        delay_minutes: int,
+        inactive: bool,
+        **_,
     ) -> dict:
         campaign = campaign_from_arg(workspace_from_arg(workspace), slug)
         email = campaign_email_add(
-            campaign=campaign, subject=subject, body=body, delay_minutes=delay_minutes, active=not inactive
+            campaign=campaign,
+            subject=subject,
+            body=body or "",
+            markdown=markdown or "",
+            delay_minutes=delay_minutes,
+            active=not inactive,
         )
         return _step_out(email)
 

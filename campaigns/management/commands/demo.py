@@ -17,19 +17,37 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from campaigns.models import Campaign
+from campaigns.models import Campaign, CampaignEmail
 from campaigns.services import campaign_create, campaign_email_add, campaign_link_create
+from campaigns.steps import campaign_email_edit
 from clicks.models import Link
 from lftrack.cli import JsonCommand
 from workspaces.models import ApiToken, Membership, Workspace
 from workspaces.origins import workspace_origin_allow
-from workspaces.services import membership_set
+from workspaces.services import membership_set, workspace_email_layout_set
 from workspaces.tokens import TOKEN_PREFIX, api_token_create, api_tokens_changed, token_digest
 
 DEMO_SLUG = "demo"
 # The demo landing page (DEBUG only) on our own address: it carries the pixel.
 DEMO_LANDING = "/demo/landing?utm_source=lftrack-demo#signup"
 DEMO_CAMPAIGN = "welcome"
+# The welcome email's link back to the landing page: tracked when sent, so a newcomer sees email, click, lead and
+# the step's numbers (docs/email.md, "Tracked links").
+DEMO_EMAIL_LANDING = "/demo/landing?utm_source=lftrack-demo&utm_medium=email#signup"
+DEMO_PLAIN_BODY = "Hi {{ name }}, thanks for signing up with {{ email }}."  # the welcome of demos made before HTML
+DEMO_WELCOME = """# Welcome, {{ name }}
+
+Thanks for signing up with **{{ email }}**. This is the demo's HTML email: written in Markdown in the back
+office, sanitized on save, and sent in the workspace's layout with a plain-text part made from it.
+
+Every link in it goes through lftrack's redirect, so following this one is recorded as a click of this email,
+by you, without any cookie:
+
+[Open the demo landing page]({landing})
+
+Sign up there and the lead is credited to this email: the campaign's page shows it under
+*Clicks and conversions per email*.
+"""
 DEMO_USER = "demo"
 DEMO_TOKEN_NAME = "demo"
 
@@ -46,13 +64,20 @@ class Command(JsonCommand):
             raise CommandError("demo needs a SECRET_KEY of its own: `make run` writes one in .env")
         workspace, _ = Workspace.objects.get_or_create(slug=DEMO_SLUG, defaults={"name": "Demo"})
         campaign = Campaign.objects.filter(workspace=workspace, slug=DEMO_CAMPAIGN).first()
+        welcome = DEMO_WELCOME.replace("{landing}", settings.PUBLIC_BASE_URL + DEMO_EMAIL_LANDING)
         if campaign is None:
             campaign = campaign_create(workspace=workspace, slug=DEMO_CAMPAIGN, name="Welcome sequence")
-            campaign_email_add(
-                campaign=campaign,
-                subject="Welcome, {{ name }}",
-                body="Hi {{ name }}, thanks for signing up with {{ email }}.",
-                delay_minutes=0,
+            campaign_email_add(campaign=campaign, subject="Welcome, {{ name }}", markdown=welcome, delay_minutes=0)
+        else:  # a demo made before HTML emails: its untouched plain welcome becomes the HTML one
+            first = CampaignEmail.objects.filter(campaign=campaign, position=1, markdown="", body=DEMO_PLAIN_BODY)
+            if (step := first.first()) is not None:
+                campaign_email_edit(campaign_email=step, subject=step.subject, body="", markdown=welcome)
+        if not workspace.postal_address:  # the layout's footer (CAN-SPAM): a made-up address for the demo
+            workspace_email_layout_set(
+                workspace=workspace,
+                logo_url="",
+                brand_color=workspace.email_brand_color,
+                postal_address="Demo Inc.\n1 Example Street, Springfield",
             )
         destination = settings.PUBLIC_BASE_URL + DEMO_LANDING
         link = Link.objects.filter(workspace=workspace, destination=destination).order_by("pk").first()
