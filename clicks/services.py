@@ -94,7 +94,7 @@ click AS (
     RETURNING id, workspace_id
 ),
 event AS (
-    {emitted_sql(rows="click", workspace="click.workspace_id", event_type="'click.created'", test="FALSE", subject="click.id")}
+    {emitted_sql(rows="click", workspace_id="click.workspace_id", type="'click.created'", test="FALSE", subject_id="click.id")}
 )
 SELECT n, destination, NULL::bigint, NULL::bigint FROM found
 UNION ALL SELECT NULL, NULL, id, workspace_id FROM event

@@ -45,11 +45,11 @@ _INSERT_SQL = (
 # conversions of posts outside campaigns (most of them) never look for one.
 _HOOK_SQL = emitted_sql(
     rows="event",
-    workspace="event.workspace_id",
-    event_type="event.event || '.created'",
+    workspace_id="event.workspace_id",
+    type="event.event || '.created'",
     test="event.is_test",
-    subject="event.id",
-    customer="event.customer_id",
+    subject_id="event.id",
+    customer_id="event.customer_id",
 )
 
 

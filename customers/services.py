@@ -44,11 +44,11 @@ _INSERT_AND_LOG = (
     " SELECT %s, id, %s, %s, %s, %s, %s FROM created), hook AS ("
     + emitted_sql(
         rows="created",
-        workspace="created.workspace_id",
-        event_type="'customer.created'",
+        workspace_id="created.workspace_id",
+        type="'customer.created'",
         test="created.is_test",
-        subject="created.id",
-        customer="created.id",
+        subject_id="created.id",
+        customer_id="created.id",
     )
     + ")"
 )
