@@ -141,7 +141,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     for visit, past in zip(visits, over, strict=True):
         params.extend(_visit_values(visit))
         params.append(not past)  # recorded
-    with prepared_cursor(numbered=True, named=True) as cursor:
+    with prepared_cursor(numbered=True) as cursor:
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
     destinations = {row.n: row.destination for row in rows if row.n is not None}
@@ -164,7 +164,7 @@ _visits = Batcher(_visits_record, max_batch=16)
 
 def link_destination(key: str) -> str | None:
     """The destination of the link `key`, recording nothing (a HEAD)."""
-    with prepared_cursor(named=True) as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_DESTINATION_SQL, {"key": key})
         row = cursor.fetchone()
     return None if row is None else row.destination

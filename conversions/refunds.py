@@ -96,7 +96,7 @@ def refund_record(
         "created_at": timezone.now(),
     }
     adapt = connection.ops.adapt_datetimefield_value
-    with prepared_cursor(named=True) as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             _INSERT_SQL,
             {

@@ -150,7 +150,7 @@ def conversion_record(
     params["meta"] = _META.get_db_prep_value(sent["meta"], connection)
     params["occurred_at"] = connection.ops.adapt_datetimefield_value(sent["occurred_at"])
     params["workspace_id"], params["click_key"] = workspace.pk, click_id
-    with prepared_cursor(named=True) as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_RECORD_SQL if occurred_at is None else _RECORD_BACKDATED_SQL, params)
         row = cursor.fetchone()
     if row is None:
@@ -317,7 +317,7 @@ def idempotent_answer(
         now = timezone.now()
         stamp, cutoff = (connection.ops.adapt_datetimefield_value(t) for t in (now, now - IDEMPOTENCY_TTL))
         for _ in range(3):  # a purge can delete a stale row between the two statements; re-claim
-            with prepared_cursor(named=True) as cursor:
+            with prepared_cursor() as cursor:
                 claim = {"workspace_id": workspace.pk, "key": key, "is_test": test, "request_digest": digest}
                 cursor.execute(_CLAIM_SQL, {**claim, "created_at": stamp, "cutoff": cutoff})
                 claimed = cursor.fetchone()

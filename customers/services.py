@@ -192,7 +192,7 @@ class _Request:
     def _insert_or_candidates(self) -> tuple[Customer | None, Customer | None, Customer | None]:
         """(created customer, or None and the candidates): a brand-new person costs one statement."""
         written = self._written(self.external_id)
-        with prepared_cursor(named=True) as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_INSERT_OR_CANDIDATES_SQL, {**self._insert_params(written), **self._candidate_params()})
             rows = cursor.fetchall()
         if rows and rows[0].created:
@@ -201,7 +201,7 @@ class _Request:
 
     def _candidates(self) -> tuple[Customer | None, Customer | None]:
         """(owner of the email, holder of the external_id); possibly the same customer."""
-        with prepared_cursor(named=True) as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_CANDIDATES_SQL, self._candidate_params())
             return self._pick(cursor.fetchall())
 
@@ -230,7 +230,7 @@ class _Request:
         the next round reads the winner's row, once it rolls back this insert goes through.
         """
         written = self._written(external_id)
-        with prepared_cursor(named=True) as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_INSERTED_SQL, self._insert_params(written))
             row = cursor.fetchone()
         return None if row is None else self._created(written, row.id, row.hook_id)

@@ -10,7 +10,7 @@ from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Model, Q
 from django.db.models.base import DEFERRED
 from psycopg.raw_cursor import RawCursorMixin
-from psycopg.rows import namedtuple_row, tuple_row
+from psycopg.rows import namedtuple_row
 
 M = TypeVar("M", bound=Model)
 
@@ -42,10 +42,10 @@ def lift_timeouts(*, using: str = DEFAULT_DB_ALIAS) -> None:
 
 
 @contextmanager
-def prepared_cursor(*, numbered: bool = False, named: bool = False) -> Iterator:
+def prepared_cursor(*, numbered: bool = False) -> Iterator:
     """A Django cursor for the few statements every API request and every click runs; `numbered` for
-    statements written with `$1` placeholders instead of `%(name)s`. `named`: its rows are named tuples
-    (psycopg's `namedtuple_row`): hand SQL reads its results by column name, never by position.
+    statements written with `$1` placeholders instead of `%(name)s`. Its rows are named tuples (psycopg's
+    `namedtuple_row`): hand SQL reads its results by column name, never by position.
 
     Django's PostgreSQL cursors bind parameters client-side: each statement reaches the server as new
     text, parsed and planned again, and formatting the literals costs Python time too. This cursor
@@ -62,7 +62,7 @@ def prepared_cursor(*, numbered: bool = False, named: bool = False) -> Iterator:
     """
     db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
     if not settings.DB_PREPARED_STATEMENTS and not numbered:
-        with sql_cursor() if named else db.cursor() as cursor:
+        with sql_cursor() as cursor:
             yield cursor
         return
     if numbered:
@@ -80,7 +80,7 @@ def prepared_cursor(*, numbered: bool = False, named: bool = False) -> Iterator:
         raw.prepare_threshold = 5
     with db.wrap_database_errors:
         db.validate_thread_sharing()
-        raw_cursor = cursor_class(raw, row_factory=namedtuple_row if named else tuple_row)
+        raw_cursor = cursor_class(raw, row_factory=namedtuple_row)
         cursor = db.make_debug_cursor(raw_cursor) if db.queries_logged else db.make_cursor(raw_cursor)
     with cursor:
         yield cursor

@@ -128,7 +128,7 @@ def event_emit(
     """
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown webhook event type: {type}")
-    with prepared_cursor(named=True) as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             _EMIT_SQL,
             {

@@ -140,7 +140,7 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
     prefix = _prefix(secret)
     now = timezone.now()
     stale_before = connection.ops.adapt_datetimefield_value(now - LAST_USED_GRANULARITY)
-    with prepared_cursor(named=True) as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_AUTHENTICATE_SQL, {"stale_before": stale_before, "prefix": prefix})
         rows = cursor.fetchall()
     for row in rows:
