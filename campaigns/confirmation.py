@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMessage
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models.functions import Lower
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -25,6 +25,7 @@ from campaigns.models import CampaignLead, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at
 from campaigns.services import CONFIRM_WITHIN, LeadOutcome, _share_sequence, enrollment_event
 from customers.models import Customer
+from lftrack.db import sql_cursor
 from lftrack.errors import BadRequest
 from lftrack.fairshare import in_turns, waiting_workspaces_sql
 
@@ -124,9 +125,9 @@ def confirmations_send(*, now: datetime, mailer) -> int:
         return 0
     smtp = mailer.connection()  # unusable: nothing is marked, the next pass tries again
     with transaction.atomic():
-        with connection.cursor() as cursor:
+        with sql_cursor() as cursor:
             cursor.execute(*confirmation_candidates_sql(now=now, batch_size=_BATCH))
-            ids = [row[0] for row in cursor.fetchall()]
+            ids = [row.id for row in cursor.fetchall()]
         chosen = Enrollment.objects.filter(pk__in=ids).select_related("customer", "campaign__workspace")
         due = in_turns(chosen.order_by("confirm_by"), key=lambda enrollment: enrollment.workspace_id)
         to_send, dropped = _sort(due, now=now)

@@ -1,13 +1,12 @@
 """Reads of enrollments and suppressions that the services, the commands and the back office share."""
 
-from django.db import connection
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower
 
 from campaigns.models import Campaign, EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from customers.models import Customer
-from lftrack.db import after_keyset
+from lftrack.db import after_keyset, sql_cursor
 
 
 def enrollments_of_customer(*, customer: Customer) -> QuerySet:
@@ -81,7 +80,7 @@ def enrollments_page(
 
 
 _BOUNCED_SQL = f"""
-SELECT COUNT(*) FROM {Suppression._meta.db_table} s
+SELECT COUNT(*) AS bounced FROM {Suppression._meta.db_table} s
 JOIN {Customer._meta.db_table} c ON c.workspace_id = s.workspace_id AND lower(c.email) = s.email AND c.email <> ''
     AND NOT c.is_test
 JOIN {Enrollment._meta.db_table} e ON e.customer_id = c.id AND e.campaign_id = %(campaign)s
@@ -93,6 +92,6 @@ def campaign_bounces(*, campaign: Campaign) -> int:
     """The campaign's recipients whose address bounced for good (suppressed as bounced): from the workspace's
     bounced addresses, each through the unique lower(email) index and the (campaign, customer) one. Live ones:
     a number."""
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_BOUNCED_SQL, {"campaign": campaign.pk, "workspace": campaign.workspace_id})
-        return cursor.fetchone()[0]
+        return cursor.fetchone().bounced

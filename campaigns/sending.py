@@ -50,6 +50,7 @@ from campaigns.services import enrollment_event, suppression_add
 from campaigns.smtp import Delivery, Mailer, deliver
 from campaigns.tracking import email_links_ensure, links_track
 from campaigns.unsubscribe import unsubscribe_url
+from lftrack.db import sql_cursor
 from lftrack.errors import Unprocessable
 from lftrack.fairshare import in_turns, waiting_workspaces_sql
 from lftrack.logs import request_id_var
@@ -231,20 +232,20 @@ def _claim(*, now: datetime, batch_size: int) -> tuple[list[Enrollment], bool]:
     check is a second query (`_suppressed`) so that it runs for the claimed rows only, where a correlated
     EXISTS in the claim could be planned as a hash of the whole suppression list for every batch.
     """
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(*claim_sql(now=now, batch_size=batch_size))
         rows = cursor.fetchall()
     if not rows:
         return [], False
     claimed = (
-        Enrollment.objects.filter(pk__in=[pk for pk, _ in rows])
+        Enrollment.objects.filter(pk__in=[row.id for row in rows])
         .select_related("customer")
         .annotate(email_lower=Lower("customer__email"))
         .order_by("next_send_at", "pk")
     )
     due = in_turns(claimed, key=lambda enrollment: enrollment.workspace_id)
     per_workspace = Counter(enrollment.workspace_id for enrollment in due)
-    return due, max(per_workspace.values()) >= rows[0][1]
+    return due, max(per_workspace.values()) >= rows[0].size
 
 
 def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[list[_Reservation], bool]:
@@ -497,12 +498,10 @@ def _message(reservation: _Reservation) -> EmailMessage:
 
 # One statement before each message goes: it becomes unconfirmed, the ones accepted since the last
 # such statement become sent. A worker killed at any moment leaves one message at most unconfirmed.
-_HANDING_OVER_SQL = (
-    f"UPDATE {EmailSend._meta.db_table} SET"
-    " status = CASE WHEN id = %(next)s THEN %(failed)s ELSE %(sent)s END,"
-    " error = CASE WHEN id = %(next)s THEN %(unconfirmed)s ELSE '' END, reserved_by = NULL"
-    " WHERE id = ANY(%(ids)s)"
-)
+_HANDING_OVER_SQL = f"""UPDATE {EmailSend._meta.db_table}
+    SET status = CASE WHEN id = %(next)s THEN %(failed)s ELSE %(sent)s END,
+        error = CASE WHEN id = %(next)s THEN %(unconfirmed)s ELSE '' END, reserved_by = NULL
+    WHERE id = ANY(%(ids)s)"""
 
 
 def _handing_over(reservation: _Reservation, accepted: list[_Reservation]) -> None:
@@ -561,11 +560,9 @@ def _bounce(reservation: _Reservation) -> None:
 
 
 # Reservations whose worker's database session is gone: the worker died before handing them over.
-_ABANDONED_SQL = (
-    f"SELECT id FROM {EmailSend._meta.db_table} WHERE status = %s"
-    " AND reserved_by NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"
-    " FOR UPDATE SKIP LOCKED"
-)
+_ABANDONED_SQL = f"""SELECT id FROM {EmailSend._meta.db_table} WHERE status = %(reserved)s
+    AND reserved_by NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)
+    FOR UPDATE SKIP LOCKED"""
 
 
 def _recover(*, now: datetime) -> int:
@@ -577,9 +574,9 @@ def _recover(*, now: datetime) -> int:
     on its way is `failed` / unconfirmed by then, never here: it is not sent again.
     """
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(_ABANDONED_SQL, [EmailSend.Status.RESERVED])
-            ids = [row[0] for row in cursor.fetchall()]
+        with sql_cursor() as cursor:
+            cursor.execute(_ABANDONED_SQL, {"reserved": EmailSend.Status.RESERVED})
+            ids = [row.id for row in cursor.fetchall()]
         if not ids:
             return 0
         abandoned = list(EmailSend.objects.filter(pk__in=ids).select_related("enrollment"))

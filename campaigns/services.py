@@ -22,6 +22,7 @@ from clicks.services import link_create
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_email
 from customers.services import customer_match
+from lftrack.db import from_row, sql_cursor
 from lftrack.errors import NotFound, Unprocessable
 from webhooks.events import SUPPRESSION_EVENTS
 from webhooks.outbox import event_emit
@@ -156,9 +157,12 @@ def _lock_sequence(campaign_id: int) -> None:
     list(Campaign.objects.select_for_update(no_key=True).filter(pk=campaign_id).values_list("pk"))
 
 
+_CAMPAIGN_SHARE_SQL = f"""SELECT 1 FROM {Campaign._meta.db_table} WHERE id = %(campaign_id)s FOR SHARE"""
+
+
 def _share_sequence(campaign_id: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {Campaign._meta.db_table} WHERE id = %s FOR SHARE", [campaign_id])
+        cursor.execute(_CAMPAIGN_SHARE_SQL, {"campaign_id": campaign_id})
 
 
 def _schedule_for_step(email: CampaignEmail) -> int:
@@ -339,6 +343,24 @@ def _enroll_pending(*, campaign: Campaign, customer: Customer, held_name: str) -
     return LeadResult(LeadOutcome.ALREADY_ENROLLED, customer, existing)
 
 
+# The columns a new enrollment's INSERT sends: its column list and its named parameters.
+_ENROLLED = (
+    "workspace_id",
+    "campaign_id",
+    "customer_id",
+    "state",
+    "enrolled_at",
+    "last_sent_position",
+    "next_send_at",
+    "confirm_by",
+    "held_name",
+    "is_test",
+)
+_ENROLLMENT_INSERT_SQL = f"""INSERT INTO {Enrollment._meta.db_table} ({", ".join(_ENROLLED)})
+    VALUES ({", ".join(f"%({column})s" for column in _ENROLLED)})
+    ON CONFLICT (campaign_id, customer_id) DO NOTHING RETURNING id"""
+
+
 def _enrollment_insert(
     *, campaign: Campaign, customer: Customer, pending: bool = False, held_name: str = ""
 ) -> Enrollment | None:
@@ -357,31 +379,15 @@ def _enrollment_insert(
     )
     enrollment.next_send_at = None if pending else enrollment_next_send_at(enrollment=enrollment)
     adapt = connection.ops.adapt_datetimefield_value
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {Enrollment._meta.db_table} (workspace_id, campaign_id, customer_id, state, enrolled_at,"
-            " last_sent_position, next_send_at, confirm_by, held_name, is_test)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (campaign_id, customer_id) DO NOTHING RETURNING id",
-            [
-                campaign.workspace_id,
-                campaign.pk,
-                customer.pk,
-                enrollment.state,
-                adapt(enrollment.enrolled_at),
-                enrollment.last_sent_position,
-                adapt(enrollment.next_send_at),
-                adapt(enrollment.confirm_by),
-                enrollment.held_name,
-                enrollment.is_test,
-            ],
-        )
+    params = {column: getattr(enrollment, column) for column in _ENROLLED}
+    params.update({column: adapt(params[column]) for column in ("enrolled_at", "next_send_at", "confirm_by")})
+    with sql_cursor() as cursor:
+        cursor.execute(_ENROLLMENT_INSERT_SQL, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    enrollment.pk = row[0]
-    enrollment._state.adding = False
-    enrollment._state.db = connection.alias
+    # The instance as built, with the id the row got (its other columns are NULL: no default in the database).
+    enrollment = from_row(Enrollment, {**vars(enrollment), "id": row.id}, campaign=campaign, customer=customer)
     return enrollment
 
 

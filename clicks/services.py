@@ -2,6 +2,7 @@
 
 import functools
 import logging
+import operator
 from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -60,6 +61,21 @@ class _Visit(NamedTuple):
 CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 
 
+# The columns of a visit the statement writes, in the order of its VALUES rows: they give the rows' `$n` and
+# the parameters (_visit_values) both, and `recorded` follows them (false past the click limit).
+_VISIT_COLUMNS = ("key", "click_id", "user_agent", "referrer", "is_bot", "device", "browser", "os", "referrer_domain")
+_visit_values = operator.attrgetter(*_VISIT_COLUMNS)
+_ROW_COLUMNS = (*_VISIT_COLUMNS, "recorded")
+_CASTS = {"is_bot": "::boolean", "recorded": "::boolean"}  # the others are text, as their columns
+
+
+def _visit_row(n: int) -> str:
+    """The VALUES row of the `n`th visit (from 1): its parameters, then n itself."""
+    first = (n - 1) * len(_ROW_COLUMNS) + 1
+    slots = (f"${first + i}{_CASTS.get(column, '')}" for i, column in enumerate(_ROW_COLUMNS))
+    return f"({', '.join(slots)}, {n})"
+
+
 # The redirect's one statement, for a batch of `size` visits (rows of _Visit's columns, `recorded` false
 # past the click limit): find each link by its key, insert the recorded visits' clicks, return each
 # found visit's destination, in one round trip and one commit (autocommit), prepared once per
@@ -73,14 +89,9 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 # empty index per click (docs/benchmarks.md, "The redirect's click.created").
 @functools.cache
 def _follow_sql(size: int) -> str:
-    rows = (
-        f"(${p + 1}, ${p + 2}, ${p + 3}, ${p + 4}, ${p + 5}::boolean, ${p + 6}, ${p + 7}, ${p + 8}, ${p + 9},"
-        f" ${p + 10}::boolean, {p // 10 + 1})"
-        for p in range(0, 10 * size, 10)
-    )
     return f"""
-WITH visit (key, click_id, user_agent, referrer, is_bot, device, browser, os, referrer_domain, recorded, n) AS (
-    VALUES {", ".join(rows)}
+WITH visit ({", ".join(_ROW_COLUMNS)}, n) AS (
+    VALUES {", ".join(_visit_row(n) for n in range(1, size + 1))}
 ),
 found AS (
     SELECT visit.*, link.id AS link_id, link.workspace_id, link.destination
@@ -94,14 +105,14 @@ click AS (
     RETURNING id, workspace_id
 ),
 event AS (
-    {emitted_sql(rows="click", workspace="click.workspace_id", event_type="'click.created'", test="FALSE", subject="click.id")}
+    {emitted_sql(rows="click", workspace_id="click.workspace_id", type="'click.created'", test="FALSE", subject_id="click.id")}
 )
-SELECT n, destination, NULL::bigint, NULL::bigint FROM found
+SELECT n, destination, NULL::bigint AS event_id, NULL::bigint AS workspace_id FROM found
 UNION ALL SELECT NULL, NULL, id, workspace_id FROM event
 """
 
 
-_DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
+_DESTINATION_SQL = f"""SELECT destination FROM {Link._meta.db_table} WHERE key = %(key)s"""
 
 
 def click_follow(
@@ -128,13 +139,13 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     over = limit_exceeded(CLICKS_PER_IP, [visit.client for visit in visits])
     params = []
     for visit, past in zip(visits, over, strict=True):
-        params += visit[:9]
-        params.append(not past)
+        params.extend(_visit_values(visit))
+        params.append(not past)  # recorded
     with prepared_cursor(numbered=True) as cursor:
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
-    destinations = {n: destination for n, destination, _, _ in rows if n is not None}
-    events = [(event, workspace, None) for n, _, event, workspace in rows if n is None]
+    destinations = {row.n: row.destination for row in rows if row.n is not None}
+    events = [(row.event_id, row.workspace_id, None) for row in rows if row.n is None]
     if events:  # committed with their clicks (autocommit); the sweeper dispatches them if this fails
         try:
             events_queue(events)
@@ -154,9 +165,9 @@ _visits = Batcher(_visits_record, max_batch=16)
 def link_destination(key: str) -> str | None:
     """The destination of the link `key`, recording nothing (a HEAD)."""
     with prepared_cursor() as cursor:
-        cursor.execute(_DESTINATION_SQL, [key])
+        cursor.execute(_DESTINATION_SQL, {"key": key})
         row = cursor.fetchone()
-    return None if row is None else row[0]
+    return None if row is None else row.destination
 
 
 def _clean(value: str, limit: int) -> str:

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from conversions.models import ConversionEvent, Refund
 from lftrack.currencies import MONEY_MAX
-from lftrack.db import prepared_cursor
+from lftrack.db import from_row, prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
 from webhooks.outbox import event_emit
 from workspaces.models import Workspace
@@ -19,13 +19,22 @@ AMOUNT_TOO_LARGE = f"amount_cents must be at most {MONEY_MAX}"
 REFUND_ID_REUSED = "refund_id reused for a different sale or amount"
 
 # A refund repeating a refund_id inserts nothing (the unique index on it), whoever committed it first.
-_INSERT_SQL = (
-    f"INSERT INTO {Refund._meta.db_table}"
-    " (workspace_id, conversion_id, link_id, amount_cents, currency, sale_occurred_at, reason, refund_id, is_test,"
-    " created_at) VALUES (%(workspace)s, %(sale)s, %(link)s, %(amount)s, %(currency)s, %(occurred_at)s, %(reason)s,"
-    " %(refund_id)s, %(test)s, %(now)s)"
-    " ON CONFLICT (workspace_id, refund_id, is_test) WHERE refund_id <> '' DO NOTHING RETURNING id"
+# A refund's columns: its INSERT's column list and parameters, and the instance's fields (lftrack.db.from_row).
+_WRITTEN = (
+    "workspace_id",
+    "conversion_id",
+    "link_id",
+    "amount_cents",
+    "currency",
+    "sale_occurred_at",
+    "reason",
+    "refund_id",
+    "is_test",
+    "created_at",
 )
+_INSERT_SQL = f"""INSERT INTO {Refund._meta.db_table} ({", ".join(_WRITTEN)})
+    VALUES ({", ".join(f"%({column})s" for column in _WRITTEN)})
+    ON CONFLICT (workspace_id, refund_id, is_test) WHERE refund_id <> '' DO NOTHING RETURNING id"""
 
 
 @dataclass(frozen=True)
@@ -74,21 +83,26 @@ def refund_record(
         raise Unprocessable(REFUND_EXCEEDS)
     if amount > MONEY_MAX:  # all that is left of a sale stored before the bound: refund it in parts
         raise Unprocessable(AMOUNT_TOO_LARGE)
-    now = timezone.now()
+    written = {
+        "workspace_id": workspace.pk,
+        "conversion_id": sale.pk,
+        "link_id": sale.link_id,
+        "amount_cents": amount,
+        "currency": sale.currency,
+        "sale_occurred_at": sale.occurred_at,
+        "reason": reason,
+        "refund_id": refund_id,
+        "is_test": sale.is_test,
+        "created_at": timezone.now(),
+    }
+    adapt = connection.ops.adapt_datetimefield_value
     with prepared_cursor() as cursor:
         cursor.execute(
             _INSERT_SQL,
             {
-                "workspace": workspace.pk,
-                "sale": sale.pk,
-                "link": sale.link_id,
-                "amount": amount,
-                "currency": sale.currency,
-                "occurred_at": connection.ops.adapt_datetimefield_value(sale.occurred_at),
-                "reason": reason,
-                "refund_id": refund_id,
-                "test": sale.is_test,
-                "now": connection.ops.adapt_datetimefield_value(now),
+                **written,
+                "sale_occurred_at": adapt(written["sale_occurred_at"]),
+                "created_at": adapt(written["created_at"]),
             },
         )
         row = cursor.fetchone()
@@ -97,19 +111,7 @@ def refund_record(
         if first is None:  # it rolled back after all: nothing to answer with
             raise RuntimeError("refund_id conflict without a refund")
         return _repeated(first, sale_id=sale_id, amount_cents=amount_cents)
-    refund = Refund(
-        pk=row[0],
-        workspace=workspace,
-        conversion=sale,
-        link_id=sale.link_id,
-        amount_cents=amount,
-        currency=sale.currency,
-        sale_occurred_at=sale.occurred_at,
-        reason=reason,
-        refund_id=refund_id,
-        is_test=sale.is_test,
-        created_at=now,
-    )
+    refund = from_row(Refund, {**written, "id": row.id}, workspace=workspace, conversion=sale)
     sale.refunded_cents = refunded + amount
     sale_refunded_emit(sale=sale, refund=refund)
     return RefundResult(refund=refund, sale=sale, created=True)

@@ -1,13 +1,12 @@
 """Reads of conversion events that the back office and the API share."""
 
-from django.db import connection
 from django.db.models import BigIntegerField, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from customers.models import Customer
-from lftrack.db import after_keyset
+from lftrack.db import after_keyset, sql_cursor
 
 
 def conversions_of_customer(*, customer: Customer) -> QuerySet:
@@ -63,13 +62,12 @@ def refunded_of(sale) -> Coalesce:
     return Coalesce(Subquery(rows.values("total"), output_field=BigIntegerField()), 0)
 
 
-_TOTALS_SQL = (
-    "SELECT e.customer_id, CASE WHEN e.event = 'sale' THEN e.currency ELSE '' END,"
-    " COUNT(*) FILTER (WHERE e.event = 'lead'), COUNT(*) FILTER (WHERE e.event = 'sale'),"
-    " COALESCE(SUM(e.value_cents) FILTER (WHERE e.event = 'sale'), 0),"
-    f" COALESCE(SUM((SELECT SUM(r.amount_cents) FROM {Refund._meta.db_table} r WHERE r.conversion_id = e.id)), 0)"
-    f" FROM {ConversionEvent._meta.db_table} e WHERE e.customer_id = ANY(%(ids)s) AND e.is_test = %(test)s GROUP BY 1, 2"
-)
+_TOTALS_SQL = f"""SELECT e.customer_id, CASE WHEN e.event = 'sale' THEN e.currency ELSE '' END AS currency,
+        COUNT(*) FILTER (WHERE e.event = 'lead') AS leads, COUNT(*) FILTER (WHERE e.event = 'sale') AS sales,
+        COALESCE(SUM(e.value_cents) FILTER (WHERE e.event = 'sale'), 0) AS gross,
+        COALESCE(SUM((SELECT SUM(r.amount_cents) FROM {Refund._meta.db_table} r WHERE r.conversion_id = e.id)), 0)
+            AS refunded
+    FROM {ConversionEvent._meta.db_table} e WHERE e.customer_id = ANY(%(ids)s) AND e.is_test = %(test)s GROUP BY 1, 2"""
 
 
 def customer_totals(*, customer_ids: list[int], test: bool = False) -> dict[int, dict]:
@@ -77,21 +75,21 @@ def customer_totals(*, customer_ids: list[int], test: bool = False) -> dict[int,
     never added across currencies; test-mode events left out, or with `test` (test contacts, read by a test
     token) only those. One query (the (customer, -occurred_at) index)."""
     totals = {pk: {"leads": 0, "sales": 0, "revenue": []} for pk in customer_ids}
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_TOTALS_SQL, {"ids": list(customer_ids), "test": test})
-        rows = sorted(cursor.fetchall(), key=lambda row: (row[0], row[1]))
-    for customer_id, currency, leads, sales, gross, refunded in rows:
-        total = totals[customer_id]
-        total["leads"] += leads
-        total["sales"] += sales
-        if currency:
+        rows = sorted(cursor.fetchall(), key=lambda row: (row.customer_id, row.currency))
+    for row in rows:
+        total = totals[row.customer_id]
+        total["leads"] += row.leads
+        total["sales"] += row.sales
+        if row.currency:
             total["revenue"].append(
                 {
-                    "currency": currency,
-                    "sales": sales,
-                    "gross_cents": int(gross),
-                    "refunded_cents": int(refunded),
-                    "net_cents": int(gross - refunded),
+                    "currency": row.currency,
+                    "sales": row.sales,
+                    "gross_cents": int(row.gross),
+                    "refunded_cents": int(row.refunded),
+                    "net_cents": int(row.gross - row.refunded),
                 }
             )
     return totals

@@ -18,7 +18,7 @@ from clicks.models import Click, Link
 from conversions.models import ConversionEvent, IdempotencyKey
 from customers.models import Customer
 from customers.services import customer_match
-from lftrack.db import prepared_cursor
+from lftrack.db import from_row, prepared_cursor
 from lftrack.errors import Unprocessable
 from webhooks.outbox import emitted_sql, event_queue
 from workspaces.models import Workspace
@@ -28,48 +28,61 @@ IDEMPOTENCY_TTL = timedelta(hours=24)
 IDEMPOTENCY_KEY_MAX = 255
 
 
+# The columns a conversion's INSERT sends, in its table's order; the workspace, click and link come from the click.
+# One tuple names the column list, the parameters and the instance's fields (lftrack.db.from_row).
+_SENT = (
+    "customer_id",
+    "event",
+    "value_cents",
+    "event_name",
+    "meta",
+    "occurred_at",
+    "channel",
+    "invoice_id",
+    "currency",
+    "is_test",
+)
+_META = ConversionEvent._meta.get_field("meta")
+
+
 # The event row takes its click and link from the click itself: the lookup (scoped to the
 # workspace, so another workspace's click is unknown) and the insert are one round trip.
 # A sale repeating an invoice id inserts nothing (the unique index on it), whoever committed it first.
-_INSERT_SQL = (
-    f"INSERT INTO {ConversionEvent._meta.db_table}"
-    " (workspace_id, click_id, link_id, customer_id, event, value_cents, event_name, meta, occurred_at, channel,"
-    " invoice_id, currency, is_test)"
-    " SELECT workspace_id, id, link_id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s"
-    f" FROM {Click._meta.db_table} WHERE workspace_id = %s AND click_id = %s"
-    " ON CONFLICT (workspace_id, invoice_id, is_test) WHERE invoice_id <> '' DO NOTHING"
-    " RETURNING id, click_id, link_id, workspace_id, customer_id, event, is_test"
-)
+# A backdated event (occurred_at sent) needs its click to have existed by then. Only then: the click's
+# created_at may come from PostgreSQL's clock (the redirect's now()) and ours may run a little behind.
+def _insert_sql(*, backdated: bool) -> str:
+    since = " AND created_at <= %(occurred_at)s" if backdated else ""
+    return f"""INSERT INTO {ConversionEvent._meta.db_table} (workspace_id, click_id, link_id, {", ".join(_SENT)})
+    SELECT workspace_id, id, link_id, {", ".join(f"%({column})s" for column in _SENT)}
+    FROM {Click._meta.db_table} WHERE workspace_id = %(workspace_id)s AND click_id = %(click_key)s{since}
+    ON CONFLICT (workspace_id, invoice_id, is_test) WHERE invoice_id <> '' DO NOTHING
+    RETURNING id, click_id, link_id, workspace_id, customer_id, event, is_test"""
+
+
 # The same round trip writes the `lead.created` or `sale.created` webhook event when an endpoint wants it
 # (webhooks/outbox.py), and finds the campaign of the link's post (of this workspace), so the
 # conversions of posts outside campaigns (most of them) never look for one.
 _HOOK_SQL = emitted_sql(
     rows="event",
-    workspace="event.workspace_id",
-    event_type="event.event || '.created'",
+    workspace_id="event.workspace_id",
+    type="event.event || '.created'",
     test="event.is_test",
-    subject="event.id",
-    customer="event.customer_id",
+    subject_id="event.id",
+    customer_id="event.customer_id",
 )
 
 
-def _record_sql(insert_sql: str) -> str:
-    return (
-        f"WITH event AS ({insert_sql}), hook AS ({_HOOK_SQL})"
-        " SELECT event.id, event.click_id, event.link_id, campaign.id, (SELECT id FROM hook) FROM event"
-        f" JOIN {Link._meta.db_table} link ON link.id = event.link_id"
-        f" LEFT JOIN ({CampaignPost._meta.db_table} cp JOIN {Campaign._meta.db_table} campaign"
-        " ON campaign.id = cp.campaign_id AND campaign.workspace_id = cp.workspace_id)"
-        " ON cp.post_id = link.post_id AND cp.workspace_id = link.workspace_id"
-    )
+def _record_sql(*, backdated: bool) -> str:
+    return f"""WITH event AS ({_insert_sql(backdated=backdated)}), hook AS ({_HOOK_SQL})
+    SELECT event.id, event.click_id, event.link_id, campaign.id AS campaign_id, (SELECT id FROM hook) AS hook_id
+    FROM event JOIN {Link._meta.db_table} link ON link.id = event.link_id
+    LEFT JOIN ({CampaignPost._meta.db_table} cp JOIN {Campaign._meta.db_table} campaign
+        ON campaign.id = cp.campaign_id AND campaign.workspace_id = cp.workspace_id)
+    ON cp.post_id = link.post_id AND cp.workspace_id = link.workspace_id"""
 
 
-_RECORD_SQL = _record_sql(_INSERT_SQL)
-# A backdated event (occurred_at sent) needs its click to have existed by then. Only then: the click's
-# created_at may come from PostgreSQL's clock (the redirect's now()) and ours may run a little behind.
-_RECORD_BACKDATED_SQL = _record_sql(
-    _INSERT_SQL.replace(" AND click_id = %s", " AND click_id = %s AND created_at <= %s")
-)
+_RECORD_SQL = _record_sql(backdated=False)
+_RECORD_BACKDATED_SQL = _record_sql(backdated=True)
 
 
 @transaction.atomic
@@ -121,38 +134,24 @@ def conversion_record(
             **customer,
         )
     matched = match.customer if match is not None else None
-    conversion = ConversionEvent(
-        workspace=workspace,
-        customer=matched,
-        event=event,
-        value_cents=value_cents if event == ConversionEvent.Event.SALE else None,
-        event_name=event_name,
-        meta=meta if meta is not None else {},
-        occurred_at=occurred_at or timezone.now(),
-        channel=channel,
-        currency=(event == ConversionEvent.Event.SALE and currency) or workspace.currency,
-        is_test=test,
-    )
-    stamp = connection.ops.adapt_datetimefield_value(conversion.occurred_at)
+    sent = {
+        "customer_id": matched.pk if matched is not None else None,
+        "event": event,
+        "value_cents": value_cents if event == ConversionEvent.Event.SALE else None,
+        "event_name": event_name,
+        "meta": meta if meta is not None else {},
+        "occurred_at": occurred_at or timezone.now(),
+        "channel": channel,
+        "invoice_id": invoice_id,
+        "currency": (event == ConversionEvent.Event.SALE and currency) or workspace.currency,
+        "is_test": test,
+    }
+    params = {column: sent[column] for column in _SENT}
+    params["meta"] = _META.get_db_prep_value(sent["meta"], connection)
+    params["occurred_at"] = connection.ops.adapt_datetimefield_value(sent["occurred_at"])
+    params["workspace_id"], params["click_key"] = workspace.pk, click_id
     with prepared_cursor() as cursor:
-        cursor.execute(
-            _RECORD_SQL if occurred_at is None else _RECORD_BACKDATED_SQL,
-            [
-                matched.pk if matched is not None else None,
-                conversion.event,
-                conversion.value_cents,
-                conversion.event_name,
-                ConversionEvent._meta.get_field("meta").get_db_prep_value(conversion.meta, connection),
-                stamp,
-                channel,
-                invoice_id,
-                conversion.currency,
-                test,
-                workspace.pk,
-                click_id,
-                *([] if occurred_at is None else [stamp]),
-            ],
-        )
+        cursor.execute(_RECORD_SQL if occurred_at is None else _RECORD_BACKDATED_SQL, params)
         row = cursor.fetchone()
     if row is None:
         if invoice_id:  # a concurrent repeat committed first; its customer match rolls back with this
@@ -160,15 +159,18 @@ def conversion_record(
         if occurred_at is not None and Click.objects.filter(workspace=workspace, click_id=click_id).exists():
             raise Unprocessable("occurred_at is before the click")
         raise Unprocessable("unknown click_id")
-    conversion.pk, conversion.click_id, conversion.link_id = row[:3]
-    conversion._state.adding = False
-    conversion._state.db = connection.alias
-    if row[4] is not None:
-        event_queue(event_id=row[4], workspace_id=workspace.pk, customer_id=conversion.customer_id)
-    if row[3] is not None:
+    conversion = from_row(
+        ConversionEvent,
+        {**sent, "id": row.id, "workspace_id": workspace.pk, "click_id": row.click_id, "link_id": row.link_id},
+        workspace=workspace,
+        customer=matched,
+    )
+    if row.hook_id is not None:
+        event_queue(event_id=row.hook_id, workspace_id=workspace.pk, customer_id=conversion.customer_id)
+    if row.campaign_id is not None:
         conversion_enroll(
             conversion=conversion,
-            campaign_id=row[3],
+            campaign_id=row.campaign_id,
             customer_created=match is not None and match.created,
             held_name=held_name,
         )
@@ -275,13 +277,12 @@ _TABLE = IdempotencyKey._meta.db_table
 # concurrent request's uncommitted claim makes this statement wait until that request commits (then
 # its answer is replayed) or rolls back (then this request proceeds): never a double store, never a
 # unique-violation 500.
-_CLAIM_SQL = (
-    f"INSERT INTO {_TABLE} (workspace_id, key, is_test, request_digest, status_code, response_body, created_at)"
-    " VALUES (%s, %s, %s, %s, NULL, NULL, %s)"
-    " ON CONFLICT (workspace_id, key, is_test) DO UPDATE SET request_digest = excluded.request_digest,"
-    " status_code = NULL, response_body = NULL, created_at = excluded.created_at"
-    f" WHERE {_TABLE}.created_at < %s RETURNING id"
-)
+_CLAIMED = ("workspace_id", "key", "is_test", "request_digest", "created_at")
+_CLAIM_SQL = f"""INSERT INTO {_TABLE} ({", ".join(_CLAIMED)}, status_code, response_body)
+    VALUES ({", ".join(f"%({column})s" for column in _CLAIMED)}, NULL, NULL)
+    ON CONFLICT (workspace_id, key, is_test) DO UPDATE SET request_digest = excluded.request_digest,
+        status_code = NULL, response_body = NULL, created_at = excluded.created_at
+    WHERE {_TABLE}.created_at < %(cutoff)s RETURNING id"""
 
 
 def request_digest(data: dict[str, Any]) -> str:
@@ -317,11 +318,12 @@ def idempotent_answer(
         stamp, cutoff = (connection.ops.adapt_datetimefield_value(t) for t in (now, now - IDEMPOTENCY_TTL))
         for _ in range(3):  # a purge can delete a stale row between the two statements; re-claim
             with prepared_cursor() as cursor:
-                cursor.execute(_CLAIM_SQL, [workspace.pk, key, test, digest, stamp, cutoff])
+                claim = {"workspace_id": workspace.pk, "key": key, "is_test": test, "request_digest": digest}
+                cursor.execute(_CLAIM_SQL, {**claim, "created_at": stamp, "cutoff": cutoff})
                 claimed = cursor.fetchone()
             if claimed is not None:
                 result = answer()
-                IdempotencyKey.objects.filter(pk=claimed[0]).update(
+                IdempotencyKey.objects.filter(pk=claimed.id).update(
                     status_code=result.status, response_body=result.body
                 )
                 return result

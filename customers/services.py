@@ -7,7 +7,7 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from customers.models import Customer, CustomerActivity
-from lftrack.db import prepared_cursor
+from lftrack.db import from_row, prepared_cursor
 from lftrack.errors import Unprocessable
 from webhooks.outbox import emitted_sql, event_emit, event_queue
 from workspaces.models import Workspace
@@ -18,53 +18,75 @@ MAX_ROUNDS = 5
 
 _CUSTOMER = Customer._meta.db_table
 _ACTIVITY = CustomerActivity._meta.db_table
-# What a match reads, in the model's field order (Model.from_db); the timestamps stay deferred.
-_FIELDS = ("id", "workspace_id", "email", "name", "avatar_url", "external_id", "source", "is_test")
-_COLUMNS = ", ".join(_FIELDS)
+# What a match reads (lftrack.db.from_row); the timestamps stay deferred.
+_READ = ("id", "workspace_id", "email", "name", "avatar_url", "external_id", "source", "is_test")
+# What a new customer's INSERT sends: its columns and its parameters' names.
+_WRITTEN = (
+    "workspace_id",
+    "email",
+    "name",
+    "avatar_url",
+    "external_id",
+    "source",
+    "is_test",
+    "created_at",
+    "updated_at",
+)
+# Its "created" activity's columns, each with its SQL expression: the customer's parameters, and its new id.
+_LOGGED = {
+    "workspace_id": "%(workspace_id)s",
+    "customer_id": "id",
+    "kind": "%(kind)s",
+    "channel": "%(source)s",
+    "external_id": "%(external_id)s",
+    "detail": "%(detail)s",
+    "created_at": "%(created_at)s",
+}
 
 # The email's owner and the external_id's holder. Each branch repeats its unique index's predicate
 # (email <> '', external_id <> ''), so the planner uses both partial indexes (a BitmapOr) whatever
 # the parameters; the mode (live or test) is the indexes' last column. No ORDER BY/LIMIT: each index yields at most one row, and "ORDER BY id LIMIT 1"
 # (what .first() adds) makes PostgreSQL walk the primary key instead: a scan of the whole table for
 # every new email.
-_CANDIDATES_WHERE = "workspace_id = %s AND is_test = %s AND ((lower(email) = lower(%s) AND email <> '') OR (external_id = %s AND external_id <> ''))"
-_CANDIDATES_SQL = (
-    f"SELECT {_COLUMNS}, (lower(email) = lower(%s) AND email <> '') FROM {_CUSTOMER} WHERE {_CANDIDATES_WHERE}"
-)
+_CANDIDATES_WHERE = """workspace_id = %(workspace_id)s AND is_test = %(is_test)s
+    AND ((lower(email) = lower(%(email)s) AND email <> '') OR (external_id = %(external_id)s AND external_id <> ''))"""
+_OWNS_EMAIL = "(lower(email) = lower(%(email)s) AND email <> '')"
+_CANDIDATES_SQL = f"""SELECT {", ".join(_READ)}, {_OWNS_EMAIL} AS owns_email FROM {_CUSTOMER}
+    WHERE {_CANDIDATES_WHERE}"""
 # No conflict target: a clash on either unique index (lower(email), external_id) skips the insert.
-_INSERT_SQL = (
-    f"INSERT INTO {_CUSTOMER} (workspace_id, email, name, avatar_url, external_id, source, is_test, created_at,"
-    " updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id, workspace_id, is_test"
-)
 # The customer, its "created" activity and, when an endpoint wants it, its `customer.created` webhook event
 # (webhooks/outbox.py) in one statement; nothing logged or emitted when the insert was skipped.
-_INSERT_AND_LOG = (
-    f"WITH created AS ({_INSERT_SQL}), logged AS ("
-    f"INSERT INTO {_ACTIVITY} (workspace_id, customer_id, kind, channel, external_id, detail, created_at)"
-    " SELECT %s, id, %s, %s, %s, %s, %s FROM created), hook AS ("
-    + emitted_sql(
+_INSERT_AND_LOG = f"""WITH created AS (INSERT INTO {_CUSTOMER} ({", ".join(_WRITTEN)})
+    VALUES ({", ".join(f"%({column})s" for column in _WRITTEN)})
+    ON CONFLICT DO NOTHING RETURNING id, workspace_id, is_test
+), logged AS (
+    INSERT INTO {_ACTIVITY} ({", ".join(_LOGGED)}) SELECT {", ".join(_LOGGED.values())} FROM created
+), hook AS ({
+    emitted_sql(
         rows="created",
-        workspace="created.workspace_id",
-        event_type="'customer.created'",
+        workspace_id="created.workspace_id",
+        type="'customer.created'",
         test="created.is_test",
-        subject="created.id",
-        customer="created.id",
+        subject_id="created.id",
+        customer_id="created.id",
     )
-    + ")"
-)
+})"""
 # The new customer's id and its event's id (NULL when no endpoint wants it).
-_INSERTED_SQL = _INSERT_AND_LOG + " SELECT id, (SELECT id FROM hook) FROM created"
+_INSERTED_SQL = f"""{_INSERT_AND_LOG}
+    SELECT id, (SELECT id FROM hook) AS hook_id FROM created"""
 # First round: create the person (rule 4, or rule 5 with a new external_id) or, when a
 # unique index says they are known, read the candidates: one round trip either way. The read shares
 # the statement's snapshot, so it can miss a row that a concurrent request committed while this
 # insert waited for it; the round then finds nobody, its own insert is skipped, and the next round
 # reads the winner's row. Rows: created or not, the customer's columns, owns the email, the event's id.
-_INSERT_OR_CANDIDATES_SQL = (
-    _INSERT_AND_LOG
-    + " SELECT TRUE, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT id FROM hook) FROM created"
-    + f" UNION ALL SELECT FALSE, {_COLUMNS}, (lower(email) = lower(%s) AND email <> ''), NULL FROM {_CUSTOMER}"
-    + f" WHERE NOT EXISTS (SELECT 1 FROM created) AND {_CANDIDATES_WHERE}"
-)
+_INSERT_OR_CANDIDATES_SQL = f"""{_INSERT_AND_LOG}
+    SELECT TRUE AS created, id, {", ".join(f"NULL AS {column}" for column in _READ[1:])}, NULL AS owns_email,
+        (SELECT id FROM hook) AS hook_id FROM created
+    UNION ALL SELECT FALSE, {", ".join(_READ)}, {_OWNS_EMAIL}, NULL FROM {_CUSTOMER}
+    WHERE NOT EXISTS (SELECT 1 FROM created) AND {_CANDIDATES_WHERE}"""
+
+# Requests moving one external_id queue on this lock (_give_external_id).
+_EXTERNAL_ID_LOCK_SQL = """SELECT pg_advisory_xact_lock(hashtextextended(%(lock)s, 0))"""
 
 
 @dataclass(frozen=True)
@@ -169,16 +191,13 @@ class _Request:
 
     def _insert_or_candidates(self) -> tuple[Customer | None, Customer | None, Customer | None]:
         """(created customer, or None and the candidates): a brand-new person costs one statement."""
-        now = timezone.now()
+        written = self._written(self.external_id)
         with prepared_cursor() as cursor:
-            cursor.execute(
-                _INSERT_OR_CANDIDATES_SQL,
-                self._insert_params(now, self.external_id) + self._candidate_params(),
-            )
+            cursor.execute(_INSERT_OR_CANDIDATES_SQL, {**self._insert_params(written), **self._candidate_params()})
             rows = cursor.fetchall()
-        if rows and rows[0][0]:
-            return self._created(rows[0][1], rows[0][-1], self.external_id, now), None, None
-        return (None, *self._pick([row[1:-1] for row in rows]))
+        if rows and rows[0].created:
+            return self._created(written, rows[0].id, rows[0].hook_id), None, None
+        return (None, *self._pick(rows))
 
     def _candidates(self) -> tuple[Customer | None, Customer | None]:
         """(owner of the email, holder of the external_id); possibly the same customer."""
@@ -186,15 +205,19 @@ class _Request:
             cursor.execute(_CANDIDATES_SQL, self._candidate_params())
             return self._pick(cursor.fetchall())
 
-    def _candidate_params(self) -> list:
-        return [self.email, self.workspace.pk, self.test, self.email, self.external_id]
+    def _candidate_params(self) -> dict:
+        return {
+            "workspace_id": self.workspace.pk,
+            "is_test": self.test,
+            "email": self.email,
+            "external_id": self.external_id,
+        }
 
     def _pick(self, rows) -> tuple[Customer | None, Customer | None]:
         owner = holder = None
-        for *values, owns_email in rows:
-            customer = Customer.from_db(connection.alias, _FIELDS, values)
-            customer.workspace = self.workspace
-            if owns_email:
+        for row in rows:
+            customer = from_row(Customer, row._asdict(), workspace=self.workspace)
+            if row.owns_email:
                 owner = customer
             if self.external_id and customer.external_id == self.external_id:
                 holder = customer
@@ -206,53 +229,42 @@ class _Request:
         A conflicting insert that has not committed yet makes this one wait for it; once it commits
         the next round reads the winner's row, once it rolls back this insert goes through.
         """
-        now = timezone.now()
-        params = self._insert_params(now, external_id)
+        written = self._written(external_id)
         with prepared_cursor() as cursor:
-            cursor.execute(_INSERTED_SQL, params)
+            cursor.execute(_INSERTED_SQL, self._insert_params(written))
             row = cursor.fetchone()
-        return None if row is None else self._created(row[0], row[1], external_id, now)
+        return None if row is None else self._created(written, row.id, row.hook_id)
 
-    def _insert_params(self, now, external_id: str) -> list:
-        """The customer's columns, then those of its "created" activity."""
-        stamp = connection.ops.adapt_datetimefield_value(now)
-        detail = CustomerActivity._meta.get_field("detail").get_db_prep_value({}, connection)
-        return [
-            self.workspace.pk,
-            self.email,
-            self.name,
-            self.avatar_url,
-            external_id,
-            self.channel,
-            self.test,
-            stamp,
-            stamp,
-            self.workspace.pk,
-            Kind.CREATED.value,
-            self.channel,
-            external_id,
-            detail,
-            stamp,
-        ]
+    def _written(self, external_id: str) -> dict:
+        """The new customer's columns (_WRITTEN), as the INSERT sends them and the instance keeps them."""
+        now = timezone.now()
+        return {
+            "workspace_id": self.workspace.pk,
+            "email": self.email,
+            "name": self.name,
+            "avatar_url": self.avatar_url,
+            "external_id": external_id,
+            "source": self.channel,
+            "is_test": self.test,
+            "created_at": now,
+            "updated_at": now,
+        }
 
-    def _created(self, pk: int, event_id: int | None, external_id: str, now) -> Customer:
+    def _insert_params(self, written: dict) -> dict:
+        """The customer's columns, then what its "created" activity adds."""
+        stamp = connection.ops.adapt_datetimefield_value(written["created_at"])
+        return {
+            **{column: written[column] for column in _WRITTEN},
+            "created_at": stamp,
+            "updated_at": stamp,
+            "kind": Kind.CREATED.value,
+            "detail": CustomerActivity._meta.get_field("detail").get_db_prep_value({}, connection),
+        }
+
+    def _created(self, written: dict, pk: int, event_id: int | None) -> Customer:
         if event_id is not None:  # its `customer.created`, written by the insert
             event_queue(event_id=event_id, workspace_id=self.workspace.pk, customer_id=pk)
-        customer = Customer(
-            pk=pk,
-            workspace=self.workspace,
-            email=self.email,
-            name=self.name,
-            avatar_url=self.avatar_url,
-            external_id=external_id,
-            source=self.channel,
-            is_test=self.test,
-            created_at=now,
-            updated_at=now,
-        )
-        customer._state.adding = False
-        customer._state.db = connection.alias
-        return customer
+        return from_row(Customer, {**written, "id": pk}, workspace=self.workspace)
 
     def _claim_email(self, holder: Customer) -> bool:
         """The email-less holder of the external_id takes the email, unless a concurrent request did."""
@@ -284,10 +296,8 @@ class _Request:
                 # and every contender gets through in a round or two. Released at commit (or with
                 # this savepoint).
                 with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                        [f"customers.external_id:{self.workspace.pk}:{self.test:d}:{self.external_id}"],
-                    )
+                    lock = f"customers.external_id:{self.workspace.pk}:{self.test:d}:{self.external_id}"
+                    cursor.execute(_EXTERNAL_ID_LOCK_SQL, {"lock": lock})
                 holders = Customer.objects.filter(
                     workspace=self.workspace, is_test=self.test, external_id=self.external_id
                 )[:1]

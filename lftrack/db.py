@@ -1,13 +1,18 @@
 """Hot-path SQL: cursors whose statements PostgreSQL parses and plans once per connection, not per request."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
-from django.db.models import Q
+from django.db.models import Model, Q
+from django.db.models.base import DEFERRED
 from psycopg.raw_cursor import RawCursorMixin
+from psycopg.rows import namedtuple_row
+
+M = TypeVar("M", bound=Model)
 
 
 class _PreparingCursor(ServerBindingCursor):
@@ -39,7 +44,8 @@ def lift_timeouts(*, using: str = DEFAULT_DB_ALIAS) -> None:
 @contextmanager
 def prepared_cursor(*, numbered: bool = False) -> Iterator:
     """A Django cursor for the few statements every API request and every click runs; `numbered` for
-    statements written with `$1` placeholders instead of `%s`.
+    statements written with `$1` placeholders instead of `%(name)s`. Its rows are named tuples (psycopg's
+    `namedtuple_row`): hand SQL reads its results by column name, never by position.
 
     Django's PostgreSQL cursors bind parameters client-side: each statement reaches the server as new
     text, parsed and planned again, and formatting the literals costs Python time too. This cursor
@@ -56,7 +62,7 @@ def prepared_cursor(*, numbered: bool = False) -> Iterator:
     """
     db = connections[DEFAULT_DB_ALIAS]  # one thread-local lookup, not one per attribute
     if not settings.DB_PREPARED_STATEMENTS and not numbered:
-        with db.cursor() as cursor:
+        with sql_cursor() as cursor:
             yield cursor
         return
     if numbered:
@@ -74,10 +80,35 @@ def prepared_cursor(*, numbered: bool = False) -> Iterator:
         raw.prepare_threshold = 5
     with db.wrap_database_errors:
         db.validate_thread_sharing()
-        raw_cursor = cursor_class(raw)
+        raw_cursor = cursor_class(raw, row_factory=namedtuple_row)
         cursor = db.make_debug_cursor(raw_cursor) if db.queries_logged else db.make_cursor(raw_cursor)
     with cursor:
         yield cursor
+
+
+@contextmanager
+def sql_cursor() -> Iterator:
+    """Django's own cursor (client-side binding, never prepared) for hand SQL off the hot paths, with named rows
+    as `prepared_cursor`'s."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.cursor.row_factory = namedtuple_row
+        yield cursor
+
+
+def from_row(model: type[M], row: Mapping[str, Any], *, using: str = DEFAULT_DB_ALIAS, **related: Model | None) -> M:
+    """The instance of `model` for a row that hand SQL read or wrote (`row`: attname -> value, other keys ignored),
+    as Django's own queries build it (`Model.from_db`: saved, of database `using`); the fields the row lacks are
+    deferred (read on first access). `related`: objects already at hand for its foreign keys (`workspace=ws`), so
+    that reading them costs no query.
+
+    The one place that makes model instances out of hand SQL's rows: an INSERT ... RETURNING's instance is built
+    from the values it sent and the columns it returned, with no round trip to read back what it just wrote
+    (docs/benchmarks.md, "Hand-written SQL")."""
+    values = [row.get(field.attname, DEFERRED) for field in model._meta.concrete_fields]
+    instance = model.from_db(using, None, values)  # every field given (DEFERRED or not): field names unused
+    for name, value in related.items():
+        setattr(instance, name, value)
+    return instance
 
 
 def after_keyset(field: str, after: tuple) -> Q:

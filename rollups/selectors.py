@@ -10,7 +10,7 @@ number is a column of the totals (and its migration) plus one entry here.
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from django.db import connection, models
+from django.db import models
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce
@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 from campaigns.models import CampaignLead, CampaignPost
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent, Refund
+from lftrack.db import sql_cursor
 from rollups.models import (
     CampaignNumberDelta,
     CampaignTotals,
@@ -201,7 +202,8 @@ def campaigns_with_numbers(*, campaigns: QuerySet) -> QuerySet:
 
 _DELTAS = CampaignNumberDelta._meta.db_table
 _STEP_SENDS_SQL = f"""
-SELECT position, CASE WHEN day >= %(since)s THEN day END, SUM(sent)::bigint, SUM(failed)::bigint FROM (
+SELECT position, CASE WHEN day >= %(since)s THEN day END AS day, SUM(sent)::bigint AS sent,
+    SUM(failed)::bigint AS failed FROM (
     SELECT position, day, sent, failed FROM {DailyStepSends._meta.db_table} WHERE campaign_id = %(campaign)s
     UNION ALL
     SELECT position, day, sends, failed FROM {_DELTAS} WHERE campaign_id = %(campaign)s AND position IS NOT NULL
@@ -218,14 +220,14 @@ def campaign_step_sends(*, campaign_id: int, since: date) -> dict:
     emails went (docs/benchmarks.md, "The campaign funnel")."""
     steps: dict[int, dict[str, int]] = {}
     days: dict[tuple[date, int], int] = {}
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_STEP_SENDS_SQL, {"campaign": campaign_id, "since": since})
-        for position, day, sent, failed in cursor.fetchall():
-            step = steps.setdefault(position, {"sent": 0, "failed": 0})
-            step["sent"] += sent
-            step["failed"] += failed
-            if day is not None and sent:
-                days[(day, position)] = sent
+        for row in cursor.fetchall():
+            step = steps.setdefault(row.position, {"sent": 0, "failed": 0})
+            step["sent"] += row.sent
+            step["failed"] += row.failed
+            if row.day is not None and row.sent:
+                days[(row.day, row.position)] = row.sent
     return {"steps": steps, "days": days}
 
 
@@ -278,8 +280,10 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
         )
     # Money summed in numeric (no cast back): a workspace's total of many links may pass bigint, and its reader
     # gets the figure, not an error (rollups/models.py, Numbers).
-    sums = ", ".join(f"SUM({number.name})" + ("" if number.money else "::bigint") for number in LINK_NUMBERS)
-    return f"SELECT key, currency, {sums} FROM ({' UNION ALL '.join(parts)}) n GROUP BY 1, 2"
+    sums = ", ".join(
+        f"SUM({number.name})" + ("" if number.money else "::bigint") + f" AS {number.name}" for number in LINK_NUMBERS
+    )
+    return f"""SELECT key, currency, {sums} FROM ({" UNION ALL ".join(parts)}) n GROUP BY 1, 2"""
 
 
 def _grouped(
@@ -289,12 +293,14 @@ def _grouped(
     the planner (without, the literal is 0 and the watermark subquery alone bounds each tail)."""
     marks = dict(Watermark.objects.values_list("source", "last_id")) if hints else {}
     params = {**params, **{f"mark_{source.table}": marks.get(source.table, 0) for source in SOURCES.values()}}
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_grouped_sql(totals=totals, group=group, scope=scope, days=days), params)
         rows = cursor.fetchall()
     groups: dict = {}
-    for key, currency, *values in rows:
-        groups.setdefault(key, []).append((currency, dict(zip(_COLUMNS, map(int, values), strict=True))))
+    for row in rows:
+        groups.setdefault(row.key, []).append(
+            (row.currency, {column: int(getattr(row, column)) for column in _COLUMNS})
+        )
     return groups
 
 
@@ -421,6 +427,22 @@ CLICK_KINDS = (
 )
 
 
+def _click_kinds_sql(*, scope: str) -> str:
+    """(kind, value, clicks) over a range of days, most clicks first: the daily roll-up plus the clicks above the
+    watermark; `scope` as _grouped_sql's."""
+    clicks = SOURCES[Click]
+    mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{clicks.table}')"
+    joins = _joins(group="link", scope=scope)  # the link and its campaign post, when a filter reads them
+    return f"""SELECT kind, value, SUM(n)::bigint AS clicks FROM (
+    SELECT x.kind, x.value, SUM(x.clicks) AS n FROM {DailyClickKinds._meta.db_table} x{joins}
+    WHERE {scope} AND x.day >= %(since)s AND x.day <= %(until)s GROUP BY 1, 2
+    UNION ALL
+    SELECT k.kind, k.value, COUNT(*) FROM {clicks.table} x{joins} {CLICK_KINDS}
+    WHERE {scope} AND {clicks.where} AND x.id > %(mark)s AND x.id > {mark}
+    AND x.created_at >= %(start)s AND x.created_at < %(end)s GROUP BY 1, 2
+) n GROUP BY 1, 2 ORDER BY 3 DESC, 2"""
+
+
 def click_kinds(
     *,
     workspace_id: int,
@@ -438,18 +460,6 @@ def click_kinds(
     scope = "x.workspace_id = %(workspace)s" + _link_scope(
         link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids
     )
-    mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{clicks.table}')"
-    joins = _joins(group="link", scope=scope)  # the link and its campaign post, when a filter reads them
-    sql = (
-        f"SELECT kind, value, SUM(n)::bigint FROM ("
-        f" SELECT x.kind, x.value, SUM(x.clicks) AS n FROM {DailyClickKinds._meta.db_table} x{joins}"
-        f" WHERE {scope} AND x.day >= %(since)s AND x.day <= %(until)s GROUP BY 1, 2"
-        f" UNION ALL"
-        f" SELECT k.kind, k.value, COUNT(*) FROM {clicks.table} x{joins} {CLICK_KINDS}"
-        f" WHERE {scope} AND {clicks.where} AND x.id > %(mark)s AND x.id > {mark}"
-        f" AND x.created_at >= %(start)s AND x.created_at < %(end)s GROUP BY 1, 2"
-        f") n GROUP BY 1, 2 ORDER BY 3 DESC, 2"
-    )
     params = {
         "workspace": workspace_id,
         "since": since,
@@ -462,8 +472,8 @@ def click_kinds(
         "mark": Watermark.objects.filter(source=clicks.table).values_list("last_id", flat=True).first() or 0,
     }
     found: dict[str, list[tuple[str, int]]] = {kind: [] for kind in DailyClickKinds.Kind.values}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        for kind, value, count in cursor.fetchall():
-            found[kind].append((value, count))
+    with sql_cursor() as cursor:
+        cursor.execute(_click_kinds_sql(scope=scope), params)
+        for row in cursor.fetchall():
+            found[row.kind].append((row.value, row.clicks))
     return found

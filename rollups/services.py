@@ -17,6 +17,7 @@ from django.utils import timezone
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from customers.models import Customer
+from lftrack.db import sql_cursor
 from rollups.models import (
     CampaignNumberDelta,
     CampaignTotals,
@@ -110,11 +111,10 @@ def _add_sql(model: type, *, narrowed: bool) -> list[str]:
 def _units_sql(model: type) -> str:
     """The units (links or campaigns) with rows in (after, upto], each with its workspace (None: a campaign gone)."""
     if model is CampaignNumberDelta:
-        return (
-            f"SELECT x.campaign_id, MIN(c.workspace_id) FROM {_DELTAS} x"
-            f" LEFT JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id WHERE {_RANGE} GROUP BY 1"
-        )
-    return f"SELECT {_UNITS[model]}, MIN(x.workspace_id) FROM {model._meta.db_table} x WHERE {_RANGE} GROUP BY 1"
+        return f"""SELECT x.campaign_id AS unit, MIN(c.workspace_id) AS workspace_id FROM {_DELTAS} x
+    LEFT JOIN {Campaign._meta.db_table} c ON c.id = x.campaign_id WHERE {_RANGE} GROUP BY 1"""
+    return f"""SELECT {_UNITS[model]} AS unit, MIN(x.workspace_id) AS workspace_id FROM {model._meta.db_table} x
+    WHERE {_RANGE} GROUP BY 1"""
 
 
 _ADD_SQL = {model: _add_sql(model, narrowed=False) for model in _UNITS}
@@ -157,12 +157,24 @@ FROM {EmailSend._meta.db_table} WHERE status IN ('sent', 'failed') GROUP BY 1, 2
 
 # Transactions that may be inserting into the table: every INSERT takes ROW EXCLUSIVE on it before it
 # draws an id from the sequence, and keeps it until commit or rollback.
-_WRITERS_SQL = (
-    "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE locktype = 'relation'"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    " AND relation = %s::regclass AND mode = 'RowExclusiveLock' AND pid IS DISTINCT FROM pg_backend_pid()"
-)
-_STILL_OPEN_SQL = "SELECT DISTINCT virtualtransaction FROM pg_locks WHERE virtualtransaction = ANY(%s)"
+_WRITERS_SQL = """SELECT DISTINCT virtualtransaction FROM pg_locks WHERE locktype = 'relation'
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND relation = %(table)s::regclass AND mode = 'RowExclusiveLock' AND pid IS DISTINCT FROM pg_backend_pid()"""
+_STILL_OPEN_SQL = """SELECT DISTINCT virtualtransaction FROM pg_locks WHERE virtualtransaction = ANY(%(writers)s)"""
+
+
+def _max_id_sql(table: str) -> str:
+    return f"""SELECT MAX(id) AS top FROM {connection.ops.quote_name(table)}"""
+
+
+# Foreign keys checked by each statement, not at commit: a link or campaign deleted meanwhile fails the
+# statement that added its rows, where it can be left out, not the commit of everyone's.
+_CONSTRAINTS_IMMEDIATE_SQL = """SET CONSTRAINTS ALL IMMEDIATE"""
+# The campaign numbers' log, up to the watermark: its rows are in the totals.
+_LOG_TRIM_SQL = f"""DELETE FROM {_DELTAS} WHERE id <= %(upto)s"""
+_DELTAS_LOCK_SQL = f"""LOCK TABLE {_DELTAS} IN SHARE MODE"""
+_DELTAS_MAX_ID_SQL = _max_id_sql(_DELTAS)
+_STEPS_CLEAR_SQL = f"""DELETE FROM {_STEPS}"""
 
 
 def settled_max_id(*, table: str, wait_seconds: float) -> int | None:
@@ -175,18 +187,18 @@ def settled_max_id(*, table: str, wait_seconds: float) -> int | None:
     transactions holding it right after the read settles them all (CREATE INDEX CONCURRENTLY waits
     the same way).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT MAX(id) FROM {connection.ops.quote_name(table)}")
-        top = cursor.fetchone()[0] or 0
-        cursor.execute(_WRITERS_SQL, [table])
-        writers = [row[0] for row in cursor.fetchall()]
+    with sql_cursor() as cursor:
+        cursor.execute(_max_id_sql(table))
+        top = cursor.fetchone().top or 0
+        cursor.execute(_WRITERS_SQL, {"table": table})
+        writers = [row.virtualtransaction for row in cursor.fetchall()]
         deadline = time.monotonic() + wait_seconds
         while writers:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.005)
-            cursor.execute(_STILL_OPEN_SQL, [writers])
-            writers = [row[0] for row in cursor.fetchall()]
+            cursor.execute(_STILL_OPEN_SQL, {"writers": writers})
+            writers = [row.virtualtransaction for row in cursor.fetchall()]
     return top
 
 
@@ -204,13 +216,11 @@ def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
         return None
     if top > mark.last_id:
         with connection.cursor() as cursor:
-            # Foreign keys checked by each statement, not at commit: a link or campaign deleted meanwhile fails the
-            # statement that added its rows, where it can be left out, not the commit of everyone's.
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(_CONSTRAINTS_IMMEDIATE_SQL)
         _rows_add(model=model, rows={"after": mark.last_id, "upto": top})
         if model is CampaignNumberDelta:  # a log, not data: its rows are in the totals now
             with connection.cursor() as cursor:
-                cursor.execute(f"DELETE FROM {table} WHERE id <= %s", [top])
+                cursor.execute(_LOG_TRIM_SQL, {"upto": top})
         Watermark.objects.filter(pk=mark.pk).update(last_id=top, rolled_up_at=timezone.now())
     return max(top, mark.last_id)
 
@@ -224,9 +234,9 @@ def _rows_add(*, model: type, rows: dict) -> None:
     counts the rows left out again, once their cause is mended)."""
     if _added(_ADD_SQL[model], rows) is None:
         return
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_UNITS_SQL[model], rows)
-        workspace_of = dict(cursor.fetchall())
+        workspace_of = {row.unit: row.workspace_id for row in cursor.fetchall()}
     groups, failed = [sorted(workspace_of)], {}
     while groups:
         units = groups.pop()
@@ -311,14 +321,14 @@ def campaign_numbers_recount() -> int:
     for the transactions that changed them and holds off new ones until the commit: the count and the
     watermark then describe the same committed rows.
     """
-    with connection.cursor() as cursor:
-        cursor.execute(f"LOCK TABLE {_DELTAS} IN SHARE MODE")
-        cursor.execute(f"SELECT MAX(id) FROM {_DELTAS}")
-        top = cursor.fetchone()[0] or 0
+    with sql_cursor() as cursor:
+        cursor.execute(_DELTAS_LOCK_SQL)
+        cursor.execute(_DELTAS_MAX_ID_SQL)
+        top = cursor.fetchone().top or 0
         cursor.execute(_RECOUNT_SQL)
-        cursor.execute(f"DELETE FROM {_STEPS}")
+        cursor.execute(_STEPS_CLEAR_SQL)
         cursor.execute(_STEPS_RECOUNT_SQL)
-        cursor.execute(f"DELETE FROM {_DELTAS} WHERE id <= %s", [top])
+        cursor.execute(_LOG_TRIM_SQL, {"upto": top})
     mark, _ = Watermark.objects.get_or_create(source=_DELTAS)
     last_id = max(top, mark.last_id)
     Watermark.objects.filter(pk=mark.pk).update(last_id=last_id, rolled_up_at=timezone.now())

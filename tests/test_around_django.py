@@ -22,8 +22,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_rows_written_by_hand_sql_come_back_as_saved_instances(acme):
-    """The conversion, its new customer and the enrollment are built from the statements' RETURNING rows with
-    `_state` set by hand: Django must take them for saved rows, or a form's constraint check would find
+    """The conversion, its new customer and the enrollment are built from the statements' RETURNING rows by
+    lftrack.db.from_row: Django must take them for saved rows, or a form's constraint check would find
     each one clashing with itself."""
     click = ClickFactory(link__post__workspace=acme, workspace=acme)
     conversion = conversion_record(

@@ -5,9 +5,11 @@ import time
 import pytest
 from django.db import close_old_connections, connection, connections
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from conversions.models import ConversionEvent
-from lftrack.db import prepared_cursor
+from customers.models import Customer
+from lftrack.db import from_row, prepared_cursor
 from tests.factories import ClickFactory
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +34,9 @@ def test_hot_statements_are_prepared_once_and_reused(api, acme_token):
     [(statement, runs)] = prepared("WITH event AS (INSERT INTO conversions_conversionevent")
     assert "$1" in statement  # parameters bound server-side
     assert runs - before.get(statement, 0) == 3  # one prepared statement, run three times
-    assert any("SELECT TRUE, id" in sql for sql, _ in prepared("WITH created AS (INSERT INTO customers_customer"))
+    assert any(
+        "SELECT TRUE AS created, id" in sql for sql, _ in prepared("WITH created AS (INSERT INTO customers_customer")
+    )
     assert prepared("SELECT t.id, t.workspace_id")  # the token lookup
 
 
@@ -46,15 +50,15 @@ def test_django_own_queries_are_not_prepared():
 @override_settings(DB_PREPARED_STATEMENTS=False)
 def test_preparing_can_be_switched_off_for_poolers():
     with prepared_cursor() as cursor:
-        cursor.execute("SELECT 'switched off', %s", [1])
+        cursor.execute("SELECT 'switched off' AS label, %(n)s AS n", {"n": 1})
         assert cursor.fetchone() == ("switched off", 1)
     assert prepared("SELECT 'switched off'") == []
 
 
 def test_prepared_cursor_is_a_django_cursor_on_any_database():
     with prepared_cursor() as cursor:
-        cursor.execute("SELECT %s + %s", [2, 3])
-        assert cursor.fetchone() == (5,)
+        cursor.execute("SELECT %(a)s + %(b)s AS total", {"a": 2, "b": 3})
+        assert cursor.fetchone().total == 5  # rows are named
 
 
 def test_an_open_connection_is_usable():
@@ -88,3 +92,22 @@ def test_a_request_on_a_connection_postgresql_dropped_reconnects_instead_of_fail
     finally:
         connection.settings_dict["CONN_MAX_AGE"] = persistent
         connection.close()
+
+
+def test_from_row_builds_a_saved_instance_with_what_the_row_lacks_deferred(acme):
+    row = {"id": 7, "workspace_id": acme.pk, "email": "ada@example.com", "owns_email": True}  # a key of no field
+    customer = from_row(Customer, row, workspace=acme)
+    assert (customer._state.adding, customer._state.db) == (False, "default")
+    assert (customer.pk, customer.email) == (7, "ada@example.com")
+    assert customer.get_deferred_fields() == {
+        "name",
+        "avatar_url",
+        "external_id",
+        "source",
+        "is_test",
+        "created_at",
+        "updated_at",
+    }
+    with CaptureQueriesContext(connection) as queries:
+        assert customer.workspace is acme  # set from what was at hand: no query
+    assert len(queries) == 0

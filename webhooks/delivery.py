@@ -21,12 +21,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from standardwebhooks import Webhook
 
+from lftrack.db import sql_cursor
 from lftrack.fields import iso_utc
 from webhooks import network
 from webhooks.models import Attempt, Delivery, Endpoint, Event
@@ -88,15 +89,20 @@ class SlotsTaken(Exception):
     keeping its place (webhooks/tasks.py, `DeliveryRetry`)."""
 
 
+# One advisory lock per (slot class, workspace); a session lock, released by _SLOT_UNLOCK_SQL.
+_SLOT_LOCK_SQL = """SELECT pg_try_advisory_lock(%(slot)s, %(key)s) AS taken"""
+_SLOT_UNLOCK_SQL = """SELECT pg_advisory_unlock(%(slot)s, %(key)s)"""
+
+
 @contextmanager
 def workspace_slot(workspace_id: int) -> Iterator[None]:
     """Hold one of the workspace's WORKSPACE_SLOTS for the block; SlotsTaken when all are held elsewhere."""
     key = workspace_id % 2**31
     taken = None
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         for slot in range(WORKSPACE_SLOTS):
-            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_CLASS + slot, key])
-            if cursor.fetchone()[0]:
+            cursor.execute(_SLOT_LOCK_SQL, {"slot": SLOT_LOCK_CLASS + slot, "key": key})
+            if cursor.fetchone().taken:
                 taken = slot
                 break
     if taken is None:
@@ -104,8 +110,8 @@ def workspace_slot(workspace_id: int) -> Iterator[None]:
     try:
         yield
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SLOT_LOCK_CLASS + taken, key])
+        with sql_cursor() as cursor:
+            cursor.execute(_SLOT_UNLOCK_SQL, {"slot": SLOT_LOCK_CLASS + taken, "key": key})
 
 
 def delivery_attempt(*, delivery_id: int) -> datetime | None:
@@ -338,16 +344,18 @@ def _window() -> timedelta:
     return timedelta(hours=settings.WEBHOOK_RETRY_WINDOW_HOURS)
 
 
+# One statement: a concurrent failure of the same endpoint adds to the streak, never overwrites it.
+_FAILURES_SQL = f"""UPDATE {Endpoint._meta.db_table}
+    SET failures_in_row = failures_in_row + %(count)s, failing_since = COALESCE(failing_since, %(now)s)
+    WHERE id = %(endpoint_id)s RETURNING failures_in_row, failing_since"""
+
+
 def _failure_count(endpoint_id: int, *, now: datetime, count: int = 1) -> None:
     """`count` more failures in the endpoint's streak; past the limit it is disabled, once, and its owners told."""
-    table = Endpoint._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET failures_in_row = failures_in_row + %s, failing_since = COALESCE(failing_since, %s)"
-            " WHERE id = %s RETURNING failures_in_row, failing_since",
-            [count, now, endpoint_id],
-        )
-        failures, since = cursor.fetchone()
+    with sql_cursor() as cursor:
+        cursor.execute(_FAILURES_SQL, {"count": count, "now": now, "endpoint_id": endpoint_id})
+        row = cursor.fetchone()
+    failures, since = row.failures_in_row, row.failing_since
     if failures >= settings.WEBHOOK_FAILURES_TO_DISABLE:
         reason = f"{failures} failed attempts in a row"
     elif now - since >= _window():

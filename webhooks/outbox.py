@@ -23,13 +23,13 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
 from procrastinate.manager import JobManager
 
-from lftrack.db import prepared_cursor
+from lftrack.db import prepared_cursor, sql_cursor
 from lftrack.fairshare import waiting_workspaces_sql
 from webhooks.events import EVENT_TYPES
 from webhooks.models import Delivery, Endpoint, Event
@@ -53,47 +53,61 @@ _ENDPOINT = Endpoint._meta.db_table
 _DELIVERY = Delivery._meta.db_table
 
 
-def wanted_sql(*, workspace: str, event_type: str, test: str) -> str:
-    """An EXISTS clause: some enabled endpoint of the workspace, of the mode, wants the type (SQL expressions)."""
-    return (
-        f"EXISTS (SELECT 1 FROM {_ENDPOINT} e WHERE e.workspace_id = {workspace} AND e.enabled"
-        f" AND e.test = {test} AND {event_type} = ANY(e.event_types))"
-    )
+# The columns an event is written with, in the order emitted_sql writes them; the others are the dispatch's.
+EVENT_COLUMNS = ("workspace_id", "type", "test", "subject_id", "customer_id", "detail", "created_at")
 
 
 def emitted_sql(
     *,
     rows: str | None,
-    workspace: str,
-    event_type: str,
+    workspace_id: str,
+    type: str,
     test: str,
-    subject: str,
-    customer: str = "NULL",
+    subject_id: str,
+    customer_id: str = "NULL",
     detail: str = "'{}'",
     created_at: str = "now()",
 ) -> str:
     """An INSERT of an event for each row of `rows` (a CTE of the caller's statement; None: one event, from
-    parameters) that some endpoint wants, RETURNING the event's id and workspace id. A statement that writes
-    its events itself spends no round trip of their own (the redirect's clicks, a conversion, a new
-    customer). Arguments are SQL expressions (over `rows`)."""
+    parameters) that some enabled endpoint of the workspace, of the mode, wants, RETURNING the event's id and
+    workspace id. A statement that writes its events itself spends no round trip of their own (the redirect's
+    clicks, a conversion, a new customer).
+
+    Each keyword argument is named after a column of EVENT_COLUMNS and is the SQL expression (over `rows`, or a
+    parameter) that fills it: `type="'click.created'"`, `subject_id="click.id"`. The one place that writes an event's
+    SQL."""
+    values = {
+        "workspace_id": workspace_id,
+        "type": type,
+        "test": test,
+        "subject_id": subject_id,
+        "customer_id": customer_id,
+        "detail": detail,
+        "created_at": created_at,
+    }
     source = "" if rows is None else f" FROM {rows}"
+    wanted = (
+        f"EXISTS (SELECT 1 FROM {_ENDPOINT} e WHERE e.workspace_id = {workspace_id} AND e.enabled"
+        f" AND e.test = {test} AND {type} = ANY(e.event_types))"
+    )
     return (
-        f"INSERT INTO {EVENT_TABLE} (workspace_id, type, test, subject_id, customer_id, detail, created_at)"
-        f" SELECT {workspace}, {event_type}, {test}, {subject}, {customer}, {detail}, {created_at}{source}"
-        f" WHERE {wanted_sql(workspace=workspace, event_type=event_type, test=test)} RETURNING id, workspace_id"
+        f"INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)})"
+        f" SELECT {', '.join(values[column] for column in EVENT_COLUMNS)}{source}"
+        f" WHERE {wanted} RETURNING id, workspace_id"
     )
 
 
-_EMIT_SQL = emitted_sql(
-    rows=None,
-    workspace="%(workspace)s::bigint",
-    event_type="%(type)s::text",
-    test="%(test)s::boolean",
-    subject="%(subject)s::bigint",
-    customer="%(customer)s::bigint",
-    detail="%(detail)s::jsonb",
-    created_at="%(now)s::timestamptz",
-)
+# event_emit's statement: one named parameter per column, cast as the column is.
+_EMIT_CASTS = {
+    "workspace_id": "bigint",
+    "type": "text",
+    "test": "boolean",
+    "subject_id": "bigint",
+    "customer_id": "bigint",
+    "detail": "jsonb",
+    "created_at": "timestamptz",
+}
+_EMIT_SQL = emitted_sql(rows=None, **{column: f"%({column})s::{_EMIT_CASTS[column]}" for column in EVENT_COLUMNS})
 
 
 def event_emit(
@@ -118,20 +132,20 @@ def event_emit(
         cursor.execute(
             _EMIT_SQL,
             {
-                "workspace": workspace_id,
+                "workspace_id": workspace_id,
                 "type": type,
                 "test": test,
-                "subject": subject_id,
-                "customer": customer_id,
+                "subject_id": subject_id,
+                "customer_id": customer_id,
                 "detail": json.dumps(detail or {}),
-                "now": timezone.now(),
+                "created_at": timezone.now(),
             },
         )
         row = cursor.fetchone()
     if row is None:
         return None
-    event_queue(event_id=row[0], workspace_id=workspace_id, customer_id=customer_id)
-    return row[0]
+    event_queue(event_id=row.id, workspace_id=workspace_id, customer_id=customer_id)
+    return row.id
 
 
 def event_queue(*, event_id: int, workspace_id: int, customer_id: int | None) -> None:
@@ -162,10 +176,16 @@ def dispatch_lock(workspace_id: int) -> str:
 
 
 # The waiting (todo) dispatch jobs of events just dispatched: deleted, through the engine's own function.
-_DISPATCH_JOBS_DROP = (
-    "SELECT procrastinate_cancel_job_v1(id, false, true) FROM procrastinate_jobs"
-    " WHERE status = 'todo' AND task_name = %(task)s AND (args->>'event_id')::bigint = ANY(%(ids)s)"
-)
+_DISPATCH_JOBS_DROP_SQL = """SELECT procrastinate_cancel_job_v1(id, false, true) FROM procrastinate_jobs
+    WHERE status = 'todo' AND task_name = %(task)s AND (args->>'event_id')::bigint = ANY(%(ids)s)"""
+# One delivery per endpoint that wants each event, in event order; the events marked dispatched.
+_DELIVERIES_SQL = f"""INSERT INTO {_DELIVERY} (workspace_id, event_id, endpoint_id, state, attempts, queued_at)
+    SELECT ev.workspace_id, ev.id, e.id, 'pending', 0, %(now)s FROM {EVENT_TABLE} ev
+    JOIN {_ENDPOINT} e ON e.workspace_id = ev.workspace_id AND e.enabled AND e.test = ev.test
+        AND ev.type = ANY(e.event_types)
+    WHERE ev.id = ANY(%(ids)s) ORDER BY ev.id, e.id
+    ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id, endpoint_id"""
+_DISPATCHED_SQL = f"""UPDATE {EVENT_TABLE} SET dispatched_at = %(now)s WHERE id = ANY(%(ids)s)"""
 
 
 _UNDISPATCHED = "e.dispatched_at IS NULL"
@@ -235,22 +255,14 @@ def events_dispatch(
         Event.objects.bulk_update(built, ["data"])
         ids = [event.pk for event in built]
         now = timezone.now()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {_DELIVERY} (workspace_id, event_id, endpoint_id, state, attempts, queued_at)"
-                f" SELECT ev.workspace_id, ev.id, e.id, 'pending', 0, %(now)s FROM {EVENT_TABLE} ev"
-                f" JOIN {_ENDPOINT} e ON e.workspace_id = ev.workspace_id AND e.enabled AND e.test = ev.test"
-                " AND ev.type = ANY(e.event_types)"
-                " WHERE ev.id = ANY(%(ids)s) ORDER BY ev.id, e.id"
-                " ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id, endpoint_id",
-                {"now": now, "ids": ids},
-            )
+        with sql_cursor() as cursor:
+            cursor.execute(_DELIVERIES_SQL, {"now": now, "ids": ids})
             rows = sorted(cursor.fetchall())  # delivery ids follow event order: they are sent in it
-            cursor.execute(f"UPDATE {EVENT_TABLE} SET dispatched_at = %s WHERE id = ANY(%s)", [now, ids])
-            cursor.execute(_DISPATCH_JOBS_DROP, {"task": DISPATCH_TASK, "ids": ids})
+            cursor.execute(_DISPATCHED_SQL, {"now": now, "ids": ids})
+            cursor.execute(_DISPATCH_JOBS_DROP_SQL, {"task": DISPATCH_TASK, "ids": ids})
         batches: dict[int, list[int]] = {}
-        for delivery_id, endpoint_id in rows:
-            batches.setdefault(endpoint_id, []).append(delivery_id)
+        for row in rows:
+            batches.setdefault(row.endpoint_id, []).append(row.id)
         if batches:
             _jobs.batch_defer_jobs(
                 [
@@ -271,9 +283,9 @@ def events_dispatch_pending() -> int:
     before = timezone.now() - SWEEP_GRACE
     total, poisoned = 0, set()
     while True:
-        with connection.cursor() as cursor:
+        with sql_cursor() as cursor:
             cursor.execute(_STALE_WORKSPACES_SQL, {"before": before})
-            workspaces = [row[0] for row in cursor.fetchall()]
+            workspaces = [row.workspace_id for row in cursor.fetchall()]
         dispatched = sum(
             events_dispatch(workspace_id=workspace_id, before=before, poisoned=poisoned) for workspace_id in workspaces
         )

@@ -9,12 +9,13 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from lftrack.db import prepared_cursor
+from lftrack.db import from_row, prepared_cursor
 from lftrack.errors import NotFound, Unprocessable
 from lftrack.ratelimit import breaker
 from lftrack.sharedcache import redis_cache, redis_command
@@ -92,8 +93,7 @@ def api_token_revoke(*, workspace: Workspace, token_id: int) -> ApiToken:
 
 # Every API request runs this: one raw, prepared, indexed query, because compiling the ORM's
 # select_related costs several times the round trip itself. Only the columns requests use are read
-# (in the models' field order, as Model.from_db() expects); the others are deferred fields, loaded
-# on first access.
+# (lftrack.db.from_row builds the instances); the others are deferred fields, loaded on first access.
 _TOKEN_COLUMNS = tuple(
     f.attname
     for f in ApiToken._meta.concrete_fields
@@ -104,21 +104,19 @@ _WORKSPACE_COLUMNS = tuple(
     for f in Workspace._meta.concrete_fields
     if f.attname in {"id", "name", "slug", "tracking_key", "allowed_origins", "daily_send_limit", "currency"}
 )
-_DIGEST = _TOKEN_COLUMNS.index("digest")
-_AUTHENTICATE_SQL = (
-    "SELECT "
-    + ", ".join([f"t.{c}" for c in _TOKEN_COLUMNS] + [f"w.{c}" for c in _WORKSPACE_COLUMNS])
-    + ", (t.last_used_at IS NULL OR t.last_used_at <= %s)"
-    + f" FROM {ApiToken._meta.db_table} t JOIN {Workspace._meta.db_table} w ON w.id = t.workspace_id"
-    + " WHERE t.prefix = %s AND t.revoked_at IS NULL"
-)
+# The workspace's columns come as w_<column>: the two tables share column names. `stale`: last_used_at is due.
+_AUTHENTICATE_SQL = f"""SELECT {", ".join(f"t.{c}" for c in _TOKEN_COLUMNS)},
+        {", ".join(f"w.{c} AS w_{c}" for c in _WORKSPACE_COLUMNS)},
+        (t.last_used_at IS NULL OR t.last_used_at <= %(stale_before)s) AS stale
+    FROM {ApiToken._meta.db_table} t JOIN {Workspace._meta.db_table} w ON w.id = t.workspace_id
+    WHERE t.prefix = %(prefix)s AND t.revoked_at IS NULL"""
 
 # The tokens this process authenticated lately: digest -> (the token generation it was read under, when
 # it expires (time.time()), its row). Served only while the shared cache (Redis) still holds that
 # generation: a revocation replaces the generation after it commits, so every process reads the
 # database again on its next request (api_tokens_changed). TOKEN_CACHE_SECONDS bounds an entry's life,
 # and so the wait of a revocation that could not reach Redis.
-_tokens: dict[str, tuple[bytes, float, tuple]] = {}
+_tokens: dict[str, tuple[bytes, float, NamedTuple]] = {}
 _TOKENS_KEPT = 10_000
 _GENERATION_KEY = "lftrack:api-token-generation"
 
@@ -143,28 +141,26 @@ def api_token_authenticate(secret: str) -> ApiToken | None:
     now = timezone.now()
     stale_before = connection.ops.adapt_datetimefield_value(now - LAST_USED_GRANULARITY)
     with prepared_cursor() as cursor:
-        cursor.execute(_AUTHENTICATE_SQL, [stale_before, prefix])
+        cursor.execute(_AUTHENTICATE_SQL, {"stale_before": stale_before, "prefix": prefix})
         rows = cursor.fetchall()
     for row in rows:
-        if hmac.compare_digest(row[_DIGEST], digest):
-            token = _token_of(row[:-1])
-            if row[-1]:  # last_used_at is a hint for the admin: written at most once a minute
+        if hmac.compare_digest(row.digest, digest):
+            token = _token_of(row)
+            if row.stale:  # last_used_at is a hint for the admin: written at most once a minute
                 ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
                 token.last_used_at = now
             if generation is not None and settings.TOKEN_CACHE_SECONDS > 0:
                 if len(_tokens) >= _TOKENS_KEPT:
                     _tokens.clear()
-                _tokens[digest] = (generation, time.time() + settings.TOKEN_CACHE_SECONDS, row[:-1])
+                _tokens[digest] = (generation, time.time() + settings.TOKEN_CACHE_SECONDS, row)
             return token
     return None
 
 
-def _token_of(row: tuple) -> ApiToken:
+def _token_of(row: NamedTuple) -> ApiToken:
     """A fresh ApiToken and Workspace for each request (callers may change them), from the lookup's row."""
-    split = len(_TOKEN_COLUMNS)
-    token = ApiToken.from_db(connection.alias, _TOKEN_COLUMNS, row[:split])
-    token.workspace = Workspace.from_db(connection.alias, _WORKSPACE_COLUMNS, row[split:])
-    return token
+    workspace = from_row(Workspace, {c: getattr(row, f"w_{c}") for c in _WORKSPACE_COLUMNS})
+    return from_row(ApiToken, {c: getattr(row, c) for c in _TOKEN_COLUMNS}, workspace=workspace)
 
 
 def _generation() -> bytes | None:
