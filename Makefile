@@ -43,10 +43,13 @@ run: $(STAMP) .env
 # With DATABASE_URL set the suite runs on that server; without it, on the embedded one. With REDIS_URL set,
 # on that Redis; without it, on a private redis-server of its own (lftrack/devdb.py, private_redis). -rs:
 # every skipped test says why.
-# ruff holds the format and the lint rules (pyproject.toml, [tool.ruff]); .ci/run runs it before the tests.
+# ruff holds the format and the lint rules (pyproject.toml, [tool.ruff]), mypy the types of the services,
+# selectors, authentication and errors ([tool.mypy]); .ci/run runs both before the tests. The stubs' plugin
+# loads the settings, which want a SECRET_KEY and a DATABASE_URL: placeholders, nothing connects.
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+	SECRET_KEY=mypy DATABASE_URL=postgres://mypy@127.0.0.1/mypy $(VENV)/bin/mypy
 
 test: $(TEST_STAMP) sysdeps
 	$(DB) --redis $(PY) -m pytest -rs

@@ -126,7 +126,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     """click_follow's answers for a batch of visits: one Redis round trip counts them all against the click
     limit, one statement looks their links up and records the clicks within it."""
     over = limit_exceeded(CLICKS_PER_IP, [visit.client for visit in visits])
-    params = []
+    params: list[object] = []
     for visit, past in zip(visits, over, strict=True):
         params += visit[:9]
         params.append(not past)
@@ -134,7 +134,9 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
     destinations = {n: destination for n, destination, _, _ in rows if n is not None}
-    events = [(event, workspace, None) for n, _, event, workspace in rows if n is None]
+    events: list[tuple[int, int, int | None]] = [
+        (event, workspace, None) for n, _, event, workspace in rows if n is None
+    ]
     if events:  # committed with their clicks (autocommit); the sweeper dispatches them if this fails
         try:
             events_queue(events)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -51,7 +52,7 @@ def api_token_create(
     *,
     workspace: Workspace,
     name: str,
-    created_by=None,
+    created_by: User | None = None,
     secret: str | None = None,
     scopes: list[str] | None = None,
     test: bool = False,
