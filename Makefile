@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test lint install clean openapi sysdeps sender worker screenshots
+.PHONY: run test test-fast lint install clean openapi sysdeps sender worker screenshots
 
 install: $(STAMP)
 
@@ -53,6 +53,12 @@ lint: $(TEST_STAMP)
 
 test: $(TEST_STAMP) sysdeps
 	$(DB) --redis $(PY) -m pytest -rs
+
+# The inner loop: the test database kept between runs (--reuse-db; migrations still apply), no browser and no
+# fault tests (they start Chromium, gunicorn, nginx), stop at the first failure. ARGS narrows it:
+# make test-fast ARGS="tests/conversions -k refund". `make test` stays the whole suite, as CI runs it.
+test-fast: $(TEST_STAMP)
+	$(DB) --redis $(PY) -m pytest -q -x --reuse-db -m "not browser and not fault" $(ARGS)
 
 # The browser tests drive Debian's Chromium, the fault tests run nginx, the Redis tests a redis-server:
 # installed when missing, where apt-get can (as root); elsewhere those tests skip, saying what they need.
