@@ -2,7 +2,7 @@
 
 Django empties the database after a `transaction=True` test with one TRUNCATE of every table (52) and then
 re-creates the content types and permissions (post_migrate). On PostgreSQL a TRUNCATE gives each table and
-each of its indexes (213) new files, so the flush cost 1.3 to 2 s however little the test wrote, most of
+each of its indexes (213) new files, so the flush cost 1.3 to 3 s however little the test wrote, most of
 the transactional tests' time (docs/development.md, "Transactional tests"). This flush leaves the database
 exactly as Django's does: the same tables (Django's own list) emptied, sequences not reset, and the
 content types and permissions as post_migrate makes them. It finds the tables with rows in one query,
