@@ -9,7 +9,7 @@ content types and permissions as post_migrate makes them. It finds the tables wi
 deletes their rows with triggers off (as TRUNCATE fires none: the roll-up triggers must not log the
 deletions, and foreign keys are not checked), and keeps the content types and permissions when they are
 still, row for row, what post_migrate made after the last full flush. Anything else (available_apps,
-serialized_rollback, a role that may not switch triggers off) takes Django's own flush.
+serialized_rollback, another post_migrate receiver, a role that may not switch triggers off) takes Django's own flush.
 """
 
 from collections.abc import Callable
