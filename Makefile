@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed-stamp
 # Without DATABASE_URL, lftrack.devdb starts the embedded PostgreSQL in .pgdata/ (kept between runs).
 DB := $(PY) -m lftrack.devdb
 
-.PHONY: run test lint install clean openapi sysdeps sender worker screenshots
+.PHONY: run test test-fast lint install clean openapi sysdeps sender worker screenshots
 
 install: $(STAMP)
 
@@ -43,13 +43,22 @@ run: $(STAMP) .env
 # With DATABASE_URL set the suite runs on that server; without it, on the embedded one. With REDIS_URL set,
 # on that Redis; without it, on a private redis-server of its own (lftrack/devdb.py, private_redis). -rs:
 # every skipped test says why.
-# ruff holds the format and the lint rules (pyproject.toml, [tool.ruff]); .ci/run runs it before the tests.
+# ruff holds the format and the lint rules (pyproject.toml, [tool.ruff]), mypy the types of the services,
+# selectors, authentication and errors ([tool.mypy]); .ci/run runs both before the tests. The stubs' plugin
+# loads the settings, which want a SECRET_KEY and a DATABASE_URL: placeholders, nothing connects.
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+	SECRET_KEY=mypy DATABASE_URL=postgres://mypy@127.0.0.1/mypy $(VENV)/bin/mypy
 
 test: $(TEST_STAMP) sysdeps
 	$(DB) --redis $(PY) -m pytest -rs
+
+# The inner loop: the test database kept between runs (--reuse-db; migrations still apply), no browser and no
+# fault tests (they start Chromium, gunicorn, nginx), stop at the first failure. ARGS narrows it:
+# make test-fast ARGS="tests/conversions -k refund". `make test` stays the whole suite, as CI runs it.
+test-fast: $(TEST_STAMP)
+	$(DB) --redis $(PY) -m pytest -q -x --reuse-db -m "not browser and not fault" $(ARGS)
 
 # The browser tests drive Debian's Chromium, the fault tests run nginx, the Redis tests a redis-server, the
 # process definitions' test systemd-analyze (from the systemd package, which runs nothing when installed):

@@ -34,6 +34,7 @@ def email_clicks_of_sends(*, send_ids: list[int]) -> dict[int, list[Click]]:
     clicks: dict[int, list[Click]] = {}
     rows = Click.objects.filter(email_send_id__in=send_ids, is_bot=False).select_related("link").order_by("created_at")
     for click in rows:
+        assert click.email_send_id is not None  # the filter's
         clicks.setdefault(click.email_send_id, []).append(click)
     return clicks
 

@@ -54,7 +54,7 @@ State = Enrollment.State
 CONFIRM_WITHIN = timedelta(days=7)
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 _MAX_DELAY_MINUTES = 2**31 - 1  # PositiveIntegerField's range on PostgreSQL
-_ACTIVITY_CHANNELS = {value for value, _ in CustomerActivity._meta.get_field("channel").choices}
+_ACTIVITY_CHANNELS = {value for value, _ in CustomerActivity._meta.get_field("channel").flatchoices}
 
 
 class LeadOutcome(models.TextChoices):

@@ -137,7 +137,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     """click_follow's answers for a batch of visits: one Redis round trip counts them all against the click
     limit, one statement looks their links up and records the clicks within it."""
     over = limit_exceeded(CLICKS_PER_IP, [visit.client for visit in visits])
-    params = []
+    params: list[object] = []
     for visit, past in zip(visits, over, strict=True):
         params.extend(_visit_values(visit))
         params.append(not past)  # recorded
@@ -145,7 +145,9 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
     destinations = {row.n: row.destination for row in rows if row.n is not None}
-    events = [(row.event_id, row.workspace_id, None) for row in rows if row.n is None]
+    events: list[tuple[int, int, int | None]] = [
+        (row.event_id, row.workspace_id, None) for row in rows if row.n is None
+    ]
     if events:  # committed with their clicks (autocommit); the sweeper dispatches them if this fails
         try:
             events_queue(events)

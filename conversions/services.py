@@ -5,7 +5,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -131,10 +131,10 @@ def conversion_record(
             channel=channel,
             may_move_external_id=channel != "pixel",
             test=test,
-            **customer,
+            **customer,  # type: ignore[arg-type]  # its keys are the str fields: email, external_id, name, avatar_url
         )
     matched = match.customer if match is not None else None
-    sent = {
+    sent: dict[str, Any] = {
         "customer_id": matched.pk if matched is not None else None,
         "event": event,
         "value_cents": value_cents if event == ConversionEvent.Event.SALE else None,
@@ -208,7 +208,7 @@ def conversion_enroll(
     """
     if conversion.customer_id is None:
         return None  # no query on the common path of conversions without customer data
-    customer = conversion.customer
+    customer = cast(Customer, conversion.customer)  # customer_id is set
     if not customer.email:
         return None
     campaign = Campaign(pk=campaign_id, workspace_id=conversion.workspace_id)  # all enrolling needs of it
@@ -334,7 +334,8 @@ def idempotent_answer(
             if stored is not None:
                 if stored[0] != digest:
                     raise Unprocessable("idempotency key reused with a different body")
-                return Answer(status=stored[1], body=stored[2], replayed=True)
+                # A row seen from here is committed, so answered: in flight (null) only inside its claim's transaction.
+                return Answer(status=stored[1], body=stored[2], replayed=True)  # type: ignore[arg-type]
     raise RuntimeError("idempotency key could not be claimed")
 
 

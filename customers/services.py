@@ -286,7 +286,7 @@ class _Request:
                 return True  # the pixel never moves an id, nor replaces one: the customer goes without
             holder = None
         previous = customer.external_id
-        moved_from = []
+        moved_from: list[Customer | None] = []
 
         def move() -> int:
             current = holder

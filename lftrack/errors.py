@@ -3,6 +3,7 @@
 import logging
 import math
 import sys
+from typing import TypeGuard
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
@@ -72,7 +73,7 @@ def json_error(status: int, message: str, headers: dict[str, str] | None = None)
 UNAVAILABLE_RETRY_AFTER = "5"
 
 
-def database_unavailable(exc: BaseException | None) -> bool:
+def database_unavailable(exc: BaseException | None) -> TypeGuard[BaseException]:
     """PostgreSQL could not be reached or did not answer in time: a refused or cut connection, a
     statement_timeout, a lock_timeout, a write abandoned behind a batch that did not return within the
     redirect's deadline (lftrack/batching.py). The request changed nothing (its transaction never committed)."""
@@ -97,7 +98,8 @@ def _status_and_message(exc: Exception) -> tuple[int, str, dict[str, str]]:
     if isinstance(exc, ServiceError):
         return exc.status_code, exc.message, {}
     if isinstance(exc, drf.Throttled):
-        return 429, "rate_limited", {"Retry-After": str(max(1, math.ceil(exc.wait or 60)))}
+        # DRF sets `wait` in Throttled.__init__; its stubs leave it out.
+        return 429, "rate_limited", {"Retry-After": str(max(1, math.ceil(exc.wait or 60)))}  # type: ignore[attr-defined]
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
         # DRF puts the view's scheme on the exception: Bearer, or Tracking-Key for the pixel's endpoint.
         return 401, "unauthorized", {"WWW-Authenticate": getattr(exc, "auth_header", None) or "Bearer"}
@@ -145,19 +147,19 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith(("/api/", "/hooks/"))
 
 
-def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return json_error(400, "bad request")
     return defaults.bad_request(request, exception)
 
 
-def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return json_error(403, "forbidden")
     return defaults.permission_denied(request, exception)
 
 
-def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return json_error(404, "not found")
     return defaults.page_not_found(request, exception)

@@ -78,6 +78,8 @@ class Delivery(models.Model):
     waiting_for = ArrayField(models.CharField(max_length=255), default=list, blank=True)
     received_at = models.DateTimeField()
     repeats = models.PositiveIntegerField(default=0)  # deliveries of the same event after the first
+    # Not a column: delivery_receive's answer sets it, True when the provider sent this event before.
+    repeated: bool
 
     class Meta:
         verbose_name_plural = "deliveries"

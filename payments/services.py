@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -48,7 +49,7 @@ class ProviderRules:
     read: Callable[[bytes, Mapping[str, str]], Reading]
 
 
-PROVIDERS = {
+PROVIDERS: dict[str, ProviderRules] = {
     Connection.Provider.STRIPE: ProviderRules(stripe_verify, stripe_read),
     Connection.Provider.SHOPIFY: ProviderRules(shopify_verify, shopify_read),
 }
@@ -202,7 +203,14 @@ def _reference(workspace: Workspace, provider: str, test: bool, kind: str, refs:
 
 
 def _keep(
-    workspace: Workspace, provider: str, test: bool, kind: str, refs: list[str], *, update: tuple[str, ...], **values
+    workspace: Workspace,
+    provider: str,
+    test: bool,
+    kind: str,
+    refs: list[str],
+    *,
+    update: tuple[str, ...],
+    **values: object,
 ) -> None:
     """The references of `refs` in one statement: new ones created with `values`, known ones given the `update`
     fields of `values` (none: left as they are). INSERT ... ON CONFLICT: concurrent writers of one id never fail."""
@@ -300,7 +308,7 @@ def _remember_checkout(workspace: Workspace, provider: str, reading: Reading, wo
     buyer = _buyer(reading)
     customer_id = None
     if buyer is not None:
-        customer_id = customer_match(workspace=workspace, channel="api", test=bool(reading.test), **buyer).customer.pk
+        customer_id = customer_match(workspace=workspace, channel="api", test=bool(reading.test), **buyer).customer.pk  # type: ignore[arg-type]  # str fields only
     _remember(workspace, provider, reading, click, customer_id, explicit=bool(reading.click_id))
     woken.extend([reading.customer_ref, reading.subscription_ref])
     return _Result(Outcome.REMEMBERED, reading.reason or "click remembered for this customer and subscription")
@@ -334,7 +342,7 @@ def _refund(workspace: Workspace, provider: str, reading: Reading, woken: list[s
         return _Result(Outcome.WAITING, "its sale has not arrived yet", waiting_for=waiting)
     if payment.conversion_id is None:
         return _Result(Outcome.NOT_ATTRIBUTED, "the sale it refunds was not attributed", waiting_for=waiting)
-    sale = payment.conversion
+    sale = cast(ConversionEvent, payment.conversion)  # conversion_id is set
     if reading.currency != sale.currency:
         raise Unrecordable(f"the refund is in {reading.currency}, its sale #{sale.pk} in {sale.currency}")
     recorded, exceeded = [], ""
@@ -371,7 +379,7 @@ _ACTIONS = {"sale": _sale, "remember": _remember_checkout, "link": _link, "refun
 
 def delivery_answer(delivery: Delivery) -> dict:
     """The body of the 200 the provider gets: what became of its event (its dashboard shows it)."""
-    answer = {"outcome": Outcome.DUPLICATE.value if delivery.repeated else delivery.outcome}
+    answer: dict[str, str | int] = {"outcome": Outcome.DUPLICATE.value if delivery.repeated else delivery.outcome}
     if delivery.repeated:
         answer["first_outcome"] = delivery.outcome
     if delivery.reason:

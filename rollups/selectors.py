@@ -93,7 +93,7 @@ class LinkNumber:
         return self.label or self.name
 
     def rows(self) -> QuerySet:
-        return self.source.objects.filter(**SOURCES[self.source].counted, **self.where)
+        return self.source._default_manager.filter(**SOURCES[self.source].counted, **self.where)
 
     def sql(self) -> str:
         """Its value over a group of the source's counted rows `x`."""

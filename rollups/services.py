@@ -11,7 +11,7 @@ campaign's numbers in the same statement as an append-only row of CampaignNumber
 import logging
 import time
 
-from django.db import DatabaseError, DataError, IntegrityError, connection, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Suppression
@@ -48,7 +48,7 @@ _UNITS = {
 }
 
 
-def _link_add_sql(source: Source, totals: type, rows: str) -> str:
+def _link_add_sql(source: Source, totals: type[models.Model], rows: str) -> str:
     """The statement that adds `source`'s counted `rows` to `totals` (LinkTotals, or DailyTotals by the rows' UTC
     day), per link and currency: its numbers of LINK_NUMBERS in their columns."""
     keys = ["link_id", *(["day"] if totals is DailyTotals else []), "currency"]
@@ -65,7 +65,7 @@ def _link_add_sql(source: Source, totals: type, rows: str) -> str:
     )
 
 
-def _add_sql(model: type, *, narrowed: bool) -> list[str]:
+def _add_sql(model: type[models.Model], *, narrowed: bool) -> list[str]:
     """The set-based statements that add `model`'s rows in (after, upto] (`narrowed`: of the units in %(units)s)
     into the totals, grouped per link (and day) and currency, or per campaign. MIN(workspace_id): a link's rows
     all carry its workspace."""
@@ -108,7 +108,7 @@ def _add_sql(model: type, *, narrowed: bool) -> list[str]:
     ]
 
 
-def _units_sql(model: type) -> str:
+def _units_sql(model: type[models.Model]) -> str:
     """The units (links or campaigns) with rows in (after, upto], each with its workspace (None: a campaign gone)."""
     if model is CampaignNumberDelta:
         return f"""SELECT x.campaign_id AS unit, MIN(c.workspace_id) AS workspace_id FROM {_DELTAS} x
@@ -203,7 +203,7 @@ def settled_max_id(*, table: str, wait_seconds: float) -> int | None:
 
 
 @transaction.atomic
-def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
+def source_roll_up(*, model: type[models.Model], wait_seconds: float) -> int | None:
     """Adds `model`'s rows above its watermark into the totals and moves the watermark, in one transaction
     (a reader sees both or neither). Concurrent runs queue on the watermark row. Returns the new watermark,
     or None when a writer kept the table open (nothing changes; the next run catches up). Rows that cannot be
@@ -225,7 +225,7 @@ def source_roll_up(*, model: type, wait_seconds: float) -> int | None:
     return max(top, mark.last_id)
 
 
-def _rows_add(*, model: type, rows: dict) -> None:
+def _rows_add(*, model: type[models.Model], rows: dict) -> None:
     """Adds `model`'s rows with ids in `rows` ({"after", "upto"}) into the totals. When the set-based statements
     fail on the rows' data (an integrity or data error), they run again per half of the units (links or
     campaigns) those rows belong to, on a fresh snapshot, halving the failing halves down to single units;

@@ -14,6 +14,7 @@ from django.db import connection
 from django.test import Client
 
 from lftrack.ratelimit import breaker
+from tests import flush
 from tests.factories import ApiTokenFactory, MembershipFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Membership
 
@@ -137,6 +138,12 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     options = settings.DATABASES["default"].get("OPTIONS", {})
     if "options" in options:
         options["options"] = re.sub(r"-c statement_timeout=\S+\s*", "", options["options"]).strip()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_flush():
+    """Transactional tests end with tests/flush.py's flush: Django's result, a fraction of its time."""
+    flush.install()
 
 
 @pytest.fixture(autouse=True)

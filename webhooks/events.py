@@ -4,7 +4,7 @@ Each type names the kind of object its body carries; the app that owns that obje
 builder of its read-API form (webhooks/payloads.py), so this app never imports the apps above it.
 """
 
-# type: (object kind, description)
+# event type -> (object kind, description)
 EVENT_TYPES: dict[str, tuple[str, str]] = {
     "click.created": ("click", "A click on a tracked link (opt-in: one event per click)."),
     "lead.created": ("conversion", "A lead was recorded (API, pixel)."),

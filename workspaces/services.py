@@ -3,9 +3,11 @@
 import re
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 
 from lftrack.currencies import currency_code
 from lftrack.errors import NotFound, Unprocessable
@@ -37,7 +39,7 @@ def workspace_create(*, slug: str, name: str = "", owner_username: str | None = 
 
 
 @transaction.atomic
-def membership_set(*, workspace: Workspace, user, role: str) -> Membership:
+def membership_set(*, workspace: Workspace, user: User, role: str) -> Membership:
     """Give `user` a role in `workspace`; members are staff so they can use the admin."""
     if role not in Membership.Role.values:
         raise Unprocessable(f"unknown role: {role}")
@@ -57,7 +59,7 @@ def membership_remove(*, membership: Membership) -> None:
     Membership.objects.filter(pk=membership.pk).delete()
 
 
-def _keep_an_owner(*, workspace: Workspace, losing) -> None:
+def _keep_an_owner(*, workspace: Workspace, losing: QuerySet[Membership]) -> None:
     """Raise when the memberships in `losing` hold the workspace's only owner role."""
     # Lock the workspace row: two owners demoting each other at once must not both succeed.
     Workspace.objects.select_for_update().filter(pk=workspace.pk).first()

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -52,7 +53,7 @@ def api_token_create(
     *,
     workspace: Workspace,
     name: str,
-    created_by=None,
+    created_by: User | None = None,
     secret: str | None = None,
     scopes: list[str] | None = None,
     test: bool = False,
