@@ -40,8 +40,12 @@ def click_recipient_record(*, click_id: str, send_id: int) -> None:
     ordinary click; the visitor is not kept waiting 2 to 3 ms for fdatasync (lftrack/batching.py).
     """
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        cursor.execute(_RECORD_SQL, [send_id, click_id])
+        cursor.execute(_ASYNC_COMMIT_SQL)
+        cursor.execute(_RECORD_SQL, {"send_id": send_id, "click_id": click_id})
 
 
-_RECORD_SQL = f"UPDATE {Click._meta.db_table} SET email_send_id = %s WHERE click_id = %s AND email_send_id IS NULL"
+_ASYNC_COMMIT_SQL = "SET LOCAL synchronous_commit TO OFF"
+_RECORD_SQL = f"""
+UPDATE {Click._meta.db_table} SET email_send_id = %(send_id)s
+WHERE click_id = %(click_id)s AND email_send_id IS NULL
+"""

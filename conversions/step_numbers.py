@@ -1,10 +1,9 @@
 """Campaign emails' numbers per step: sent, unique clicks, click rate, and the leads and sales of those clicks."""
 
-from django.db import connection
-
 from campaigns.models import CampaignEmail, EmailLink
 from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
+from lftrack.db import sql_cursor
 
 _LINKS, _CLICKS = EmailLink._meta.db_table, Click._meta.db_table
 _EVENTS, _REFUNDS = ConversionEvent._meta.db_table, Refund._meta.db_table
@@ -13,16 +12,16 @@ _EVENTS, _REFUNDS = ConversionEvent._meta.db_table, Refund._meta.db_table
 # conversions (conversions_event_link_tail) are a few percent of its emails, where the sends are millions. A click
 # with a send id on a step's link is that step's: the token is signed for that link only (clicks/recipients.py).
 _CLICKS_SQL = f"""
-SELECT l.campaign_email_id, COUNT(DISTINCT c.email_send_id)
+SELECT l.campaign_email_id AS step_id, COUNT(DISTINCT c.email_send_id) AS clicked
 FROM {_LINKS} l JOIN {_CLICKS} c ON c.link_id = l.link_id
 WHERE l.campaign_email_id = ANY(%(steps)s) AND c.email_send_id IS NOT NULL AND NOT c.is_bot
 GROUP BY 1
 """
 # Leads and sales posted with those clicks' ids (test mode left out), refunds netted per sale, per currency.
 _CONVERSIONS_SQL = f"""
-SELECT l.campaign_email_id, e.event, CASE WHEN e.event = 'sale' THEN e.currency ELSE '' END, COUNT(*),
-       COALESCE(SUM(e.value_cents), 0),
-       COALESCE(SUM((SELECT SUM(r.amount_cents) FROM {_REFUNDS} r WHERE r.conversion_id = e.id)), 0)
+SELECT l.campaign_email_id AS step_id, e.event, CASE WHEN e.event = 'sale' THEN e.currency ELSE '' END AS currency,
+       COUNT(*) AS events, COALESCE(SUM(e.value_cents), 0) AS gross,
+       COALESCE(SUM((SELECT SUM(r.amount_cents) FROM {_REFUNDS} r WHERE r.conversion_id = e.id)), 0) AS refunded
 FROM {_LINKS} l JOIN {_EVENTS} e ON e.link_id = l.link_id JOIN {_CLICKS} c ON c.id = e.click_id
 WHERE l.campaign_email_id = ANY(%(steps)s) AND c.email_send_id IS NOT NULL AND NOT e.is_test
 GROUP BY 1, 2, 3
@@ -40,26 +39,26 @@ def campaign_step_numbers(*, steps: list[CampaignEmail], sent: dict[int, int]) -
         for step in steps
     }
     ids = list(numbers)
-    with connection.cursor() as cursor:
+    with sql_cursor() as cursor:
         cursor.execute(_CLICKS_SQL, {"steps": ids})
-        for step_id, clicked in cursor.fetchall():
-            step = numbers[step_id]
-            step["clicks"] = clicked
-            step["click_rate"] = round(clicked * 100 / step["sent"], 1) if step["sent"] else 0.0
+        for row in cursor.fetchall():
+            step = numbers[row.step_id]
+            step["clicks"] = row.clicked
+            step["click_rate"] = round(row.clicked * 100 / step["sent"], 1) if step["sent"] else 0.0
         cursor.execute(_CONVERSIONS_SQL, {"steps": ids})
-        rows = sorted(cursor.fetchall(), key=lambda row: (row[0], row[2]))
-    for step_id, event, currency, count, gross, refunded in rows:
-        step = numbers[step_id]
-        if event == ConversionEvent.Event.LEAD:
-            step["leads"] += count
+        rows = sorted(cursor.fetchall(), key=lambda row: (row.step_id, row.currency))
+    for row in rows:
+        step = numbers[row.step_id]
+        if row.event == ConversionEvent.Event.LEAD:
+            step["leads"] += row.events
             continue
-        step["sales"] += count
+        step["sales"] += row.events
         step["revenue"].append(
             {
-                "currency": currency,
-                "gross_cents": int(gross),
-                "refunded_cents": int(refunded),
-                "net_cents": int(gross - refunded),
+                "currency": row.currency,
+                "gross_cents": int(row.gross),
+                "refunded_cents": int(row.refunded),
+                "net_cents": int(row.gross - row.refunded),
             }
         )
     return numbers

@@ -17,11 +17,13 @@ import campaigns.confirmation
 import campaigns.selectors
 import campaigns.sending
 import campaigns.services
+import clicks.recipients
 import clicks.selectors
 import clicks.services
 import conversions.refunds
 import conversions.selectors
 import conversions.services
+import conversions.step_numbers
 import customers.services
 import rollups.selectors
 import rollups.services
@@ -108,6 +110,9 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ],
     ("rollups.selectors", "_click_kinds_sql(scope=scope)"): lambda: [rollups.selectors._click_kinds_sql(scope=SCOPE)],
     ("lftrack.views", "'SELECT 1'"): lambda: ["SELECT 1"],
+    ("clicks.recipients", "_RECORD_SQL"): _constant(clicks.recipients, "_RECORD_SQL"),
+    ("conversions.step_numbers", "_CLICKS_SQL"): _constant(conversions.step_numbers, "_CLICKS_SQL"),
+    ("conversions.step_numbers", "_CONVERSIONS_SQL"): _constant(conversions.step_numbers, "_CONVERSIONS_SQL"),
 }
 # Statements EXPLAIN cannot take (utility statements: they name no column), with why they are hand-written.
 NOT_EXPLAINED = {
@@ -115,6 +120,7 @@ NOT_EXPLAINED = {
     ("lftrack.db", "'SET lock_timeout = 0'"): "lift_timeouts: a session setting",
     ("rollups.services", "_CONSTRAINTS_IMMEDIATE_SQL"): "source_roll_up: foreign keys checked per statement",
     ("rollups.services", "_DELTAS_LOCK_SQL"): "campaign_numbers_recount: a table lock",
+    ("clicks.recipients", "_ASYNC_COMMIT_SQL"): "click_recipient_record: a transaction setting",
 }
 
 
