@@ -23,6 +23,8 @@ class Workspace(models.Model):
     daily_send_limit = models.PositiveIntegerField(null=True, blank=True)
     # ISO 4217: the currency of a sale that names none (lftrack/currencies.py).
     currency = models.CharField(max_length=3, default="USD", db_default="USD")
+    # Where a deleted link (and an expired one without a fallback of its own) sends visitors; empty: a 404.
+    link_fallback_url = models.URLField(max_length=2048, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -79,6 +81,8 @@ class ApiToken(models.Model):
         EMAIL_EVENTS_WRITE = "email_events:write", "report bounces and complaints"
         READ = "read", "read back (the read API)"
         WEBHOOKS = "webhooks", "manage webhook endpoints"
+        LINKS_READ = "links:read", "read links"
+        LINKS_WRITE = "links:write", "make, change and delete links"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.shown})"
