@@ -60,9 +60,18 @@ class _Visit(NamedTuple):
 CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 
 
+# Links no longer followed (clicks/links.py): a deleted link, or an expired one. Such a visit records no click and
+# goes to the link's fallback (an expired link's only), else the workspace's, else nowhere (a 404): a subquery
+# only a gone link's visit evaluates, so a live link's click costs nothing more (docs/api.md, "Deleted and expired links").
+_GONE = "((link.deleted_at IS NOT NULL OR link.expires_at <= now()) IS TRUE)"  # never NULL: no expiry is FALSE
+_FALLBACK = f"""COALESCE(
+            CASE WHEN link.deleted_at IS NULL THEN NULLIF(link.fallback_url, '') END,
+            (SELECT NULLIF(ws.link_fallback_url, '') FROM {Workspace._meta.db_table} ws WHERE ws.id = link.workspace_id))"""
+
+
 # The redirect's one statement, for a batch of `size` visits (rows of _Visit's columns, `recorded` false
 # past the click limit): find each link by its key, insert the recorded visits' clicks, return each
-# found visit's destination, in one round trip and one commit (autocommit), prepared once per
+# found visit's destination (a gone link's fallback: _GONE), in one round trip and one commit (autocommit), prepared once per
 # connection and batch size (lftrack/db.py). No row for an unknown key, and then no click.
 # Rows of VALUES, not arrays through unnest(): psycopg adapts ten lists in 0.1 ms more Python per
 # statement than the same values as scalars; `$n` placeholders, as psycopg would otherwise parse a
@@ -83,25 +92,26 @@ WITH visit (key, click_id, user_agent, referrer, is_bot, device, browser, os, re
     VALUES {", ".join(rows)}
 ),
 found AS (
-    SELECT visit.*, link.id AS link_id, link.workspace_id, link.destination
+    SELECT visit.*, link.id AS link_id, link.workspace_id, {_GONE} AS gone,
+        CASE WHEN {_GONE} THEN {_FALLBACK} ELSE link.destination END AS destination
     FROM visit JOIN {Link._meta.db_table} link ON link.key = visit.key
 ),
 click AS (
     INSERT INTO {Click._meta.db_table}
         (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain)
     SELECT workspace_id, link_id, click_id, now(), user_agent, referrer, is_bot, device, browser, os, referrer_domain
-    FROM found WHERE recorded
+    FROM found WHERE recorded AND NOT gone
     RETURNING id, workspace_id
 ),
 event AS (
     {emitted_sql(rows="click", workspace="click.workspace_id", event_type="'click.created'", test="FALSE", subject="click.id")}
 )
-SELECT n, destination, NULL::bigint, NULL::bigint FROM found
-UNION ALL SELECT NULL, NULL, id, workspace_id FROM event
+SELECT n, destination, NULL::bigint, NULL::bigint, gone FROM found
+UNION ALL SELECT NULL, NULL, id, workspace_id, NULL FROM event
 """
 
 
-_DESTINATION_SQL = f"SELECT destination FROM {Link._meta.db_table} WHERE key = %s"
+_DESTINATION_SQL = f"SELECT {_GONE}, CASE WHEN {_GONE} THEN {_FALLBACK} ELSE link.destination END FROM {Link._meta.db_table} link WHERE link.key = %s"
 
 
 def click_follow(
@@ -133,17 +143,25 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     with prepared_cursor(numbered=True) as cursor:
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
-    destinations = {n: destination for n, destination, _, _ in rows if n is not None}
-    events = [(event, workspace, None) for n, _, event, workspace in rows if n is None]
+    destinations = {n: (destination, gone) for n, destination, _, _, gone in rows if n is not None}
+    events = [(event, workspace, None) for n, _, event, workspace, _ in rows if n is None]
     if events:  # committed with their clicks (autocommit); the sweeper dispatches them if this fails
         try:
             events_queue(events)
         except DatabaseError as exc:
             logger.warning("click.created dispatch not queued, left to the sweeper (%s)", type(exc).__name__)
     return [
-        (destinations[n], None if past else visit.click_id) if n in destinations else None
+        _answer(destinations.get(n), visit, past)
         for n, (visit, past) in enumerate(zip(visits, over, strict=True), start=1)
     ]
+
+
+def _answer(found: tuple[str | None, bool] | None, visit: _Visit, past: bool) -> tuple[str, str | None] | None:
+    """click_follow's answer: a gone link's visit goes to its fallback, if any, without a click id (none was made)."""
+    if found is None or found[0] is None:
+        return None
+    destination, gone = found
+    return destination, None if past or gone else visit.click_id
 
 
 # One statement per batch size, prepared as each size first occurs. 16 at most: PostgreSQL's CPU per click
@@ -152,11 +170,11 @@ _visits = Batcher(_visits_record, max_batch=16)
 
 
 def link_destination(key: str) -> str | None:
-    """The destination of the link `key`, recording nothing (a HEAD)."""
+    """The destination of the link `key`, recording nothing (a HEAD): a gone link's fallback, if any."""
     with prepared_cursor() as cursor:
         cursor.execute(_DESTINATION_SQL, [key])
         row = cursor.fetchone()
-    return None if row is None else row[0]
+    return None if row is None else row[1]
 
 
 def _clean(value: str, limit: int) -> str:
