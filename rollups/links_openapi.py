@@ -11,7 +11,7 @@ from lftrack.openapi import PAGE_PARAMETERS, error_responses, page_of, string_me
 from lftrack.pagination import PAGE_ERRORS
 from rollups.openapi import NumbersOut
 
-BULK_MAX = 100  # links per bulk call: one transaction, one answer (docs/security.md, "Links API")
+BULK_MAX = 100  # links per bulk call: one transaction, one answer (docs/security.md, "Every public door")
 UNKNOWN = "unknown link"
 ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The link's id.")
 _UTM = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
