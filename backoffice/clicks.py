@@ -202,6 +202,12 @@ class LinkCreateForm(OnceForm, WorkspaceChoiceForm):
         required=False,
         help_text="Leads and sales of this post's links enroll their person in the campaign.",
     )
+    key = forms.CharField(
+        max_length=64,
+        required=False,
+        help_text="The link is /l/<key>: letters, digits, - and _, case-sensitive. Empty: 8 random characters.",
+    )
+    tag_names = forms.CharField(max_length=1100, required=False, label="Tags", help_text="Comma-separated.")
 
     def __init__(self, *args, workspaces, **kwargs):
         super().__init__(*args, workspaces=workspaces, **kwargs)
@@ -395,6 +401,8 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
             destination=data["destination"],
             campaign=data["campaign"],
             post_title=data["post_title"] or None,
+            key=data["key"] or None,
+            tags=[name.strip() for name in data["tag_names"].split(",") if name.strip()],
         )
         self.log_addition(request, link, [{"added": {}}])
         self.message_user(request, f"Made {settings.PUBLIC_BASE_URL}/l/{link.key}.", messages.SUCCESS)

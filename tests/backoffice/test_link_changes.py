@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from clicks.links import link_add, link_delete, link_update
 from clicks.models import Click, Link, LinkChange
+from tests.conftest import form_of
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +100,15 @@ def test_an_owner_sets_the_fallback_page_of_deleted_links(as_alice, acme, client
     assert resp.status_code == 200 and "Enter a valid URL" in resp.content.decode()
     assert as_alice.post(page, {**form, "link_fallback_url": "https://e.com/sorry"}).status_code == 302
     assert client.get("/l/gone")["Location"] == "https://e.com/sorry"
+
+
+def test_an_owner_makes_a_link_with_a_chosen_key_and_tags(as_alice, acme):
+    add = reverse("admin:clicks_link_add")
+    form = form_of(as_alice, add, workspace=acme.pk, destination="https://e.com/a", key="Launch", tag_names="a, b")
+    assert as_alice.post(add, form).status_code == 302
+    link = Link.objects.get(key="Launch")
+    assert sorted(t.name for t in link.tags.all()) == ["a", "b"]
+    form = form_of(as_alice, add, workspace=acme.pk, destination="https://e.com/a", key="Launch")
+    resp = as_alice.post(add, form)
+    assert resp.status_code == 200 and "key is taken: Launch" in resp.content.decode()
+    assert Link.objects.count() == 1
