@@ -62,7 +62,8 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 
 # Links no longer followed (clicks/links.py): a deleted link, or an expired one. Such a visit records no click and
 # goes to the link's fallback (an expired link's only), else the workspace's, else nowhere (a 404): a subquery
-# only a gone link's visit evaluates, so a live link's click costs nothing more (docs/api.md, "Deleted and expired links").
+# only a gone link's visit evaluates, so a live link's click costs nothing more (docs/api.md, "Deleted and expired
+# links"; docs/benchmarks.md, "Deleted and expired links on the redirect").
 _GONE = "((link.deleted_at IS NOT NULL OR link.expires_at <= now()) IS TRUE)"  # never NULL: no expiry is FALSE
 _FALLBACK = f"""COALESCE(
             CASE WHEN link.deleted_at IS NULL THEN NULLIF(link.fallback_url, '') END,
