@@ -123,7 +123,9 @@ class LinkInline(NumbersColumns, WorkspaceScopedInline):
 
     @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:
-        return format_html('<a href="{0}/l/{1}">/l/{1}</a>', settings.PUBLIC_BASE_URL, obj.key)
+        """A deleted or archived link stays among its post's links (its numbers are the post's), marked."""
+        state = " (deleted)" if obj.deleted_at else " (archived)" if obj.archived_at else ""
+        return format_html('<a href="{0}/l/{1}">/l/{1}</a>{2}', settings.PUBLIC_BASE_URL, obj.key, state)
 
 
 class PostForm(WorkspaceModelForm):

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from clicks.links import link_add, link_delete, link_update
+from clicks.links import link_add, link_archive, link_delete, link_update
 from clicks.models import Click, Link, LinkChange
 from tests.conftest import form_of
 
@@ -112,3 +112,16 @@ def test_an_owner_makes_a_link_with_a_chosen_key_and_tags(as_alice, acme):
     resp = as_alice.post(add, form)
     assert resp.status_code == 200 and "key is taken: Launch" in resp.content.decode()
     assert Link.objects.count() == 1
+
+
+def test_the_post_page_marks_its_deleted_and_archived_links(as_bob, acme):
+    kept = link_add(workspace=acme, destination="https://e.com/a", post_title="Launch", key="kept")
+    link_archive(link=link_add(workspace=acme, destination="https://e.com/b", post_title="Launch", key="old"))
+    link_delete(link=link_add(workspace=acme, destination="https://e.com/c", post_title="Launch", key="gone"))
+    page = as_bob.get(reverse("admin:clicks_post_change", args=[kept.post_id])).content.decode()
+    assert (
+        "/l/kept</a> (" not in page
+        and "/l/kept</a>" in page
+        and "/l/old</a> (archived)" in page
+        and "/l/gone</a> (deleted)" in page
+    )
