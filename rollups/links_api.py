@@ -141,7 +141,8 @@ def _idempotent(request, make) -> Response:
     answer = idempotent_answer(
         workspace=request.auth.workspace,
         key=key,
-        digest=request_digest({"path": request.path, **request.data}) if key else "",
+        # The path in the digest: a key sent to another operation with the same body is a reuse, not a replay.
+        digest=request_digest({"path": request.path, "body": request.data}) if key else "",
         answer=lambda: Answer(status=201, body=make()),
         test=request.auth.is_test,
     )

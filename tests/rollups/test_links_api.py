@@ -267,3 +267,12 @@ def test_writes_are_rate_limited_and_a_bulk_counts_once(api, acme_token):
         assert api.post(LINKS, {"destination": "https://e.com/"}, token=acme_token).status_code == 201
         assert_api_error(api.post(LINKS, {"destination": "https://e.com/"}, token=acme_token), 429, "rate_limited")
     assert Link.objects.count() == 51
+
+
+@pytest.mark.django_db
+def test_an_idempotency_key_reused_on_another_operation_is_refused(api, acme_token):
+    body = {"destination": "https://e.com/1"}
+    assert api.post(LINKS, body, token=acme_token, HTTP_IDEMPOTENCY_KEY="k").status_code == 201
+    resp = api.post(f"{LINKS}/bulk", {"links": [body]}, token=acme_token, HTTP_IDEMPOTENCY_KEY="k")
+    assert_api_error(resp, 422, "idempotency key reused with a different body")
+    assert Link.objects.count() == 1
