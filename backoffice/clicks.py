@@ -17,9 +17,11 @@ from backoffice.forms import OnceForm, WorkspaceChoiceForm, WorkspaceModelForm
 from backoffice.scoping import MEMBERS, OWNERS, scope
 from campaigns.models import Campaign
 from campaigns.services import campaign_link_create, campaign_post_set
-from clicks.models import Link, Post
+from clicks.links import CHANGEABLE, link_archive, link_delete, link_key_check, link_update, url_check
+from clicks.models import UTM_FIELDS, Link, Post
 from clicks.selectors import DIMENSIONS, SAMPLE, clicks_breakdown
 from lftrack.currencies import amount_text
+from lftrack.errors import Unprocessable
 from rollups.selectors import COUNTS, LinkNumber, links_with_numbers, money_of, posts_with_numbers
 
 
@@ -77,6 +79,12 @@ for _number in COUNTS:
 NUMBERS = [*(number.heading for number in COUNTS), "revenue"]
 
 
+def _value(value) -> str:
+    if value is None or value == "" or value == []:
+        return "(none)"
+    return ", ".join(value) if isinstance(value, list) else str(value)
+
+
 def breakdown_table(**link_or_post) -> str:
     """Where the latest clicks came from: the top devices, browsers, OSes and referrers, side by side."""
     found = clicks_breakdown(**link_or_post)
@@ -115,7 +123,9 @@ class LinkInline(NumbersColumns, WorkspaceScopedInline):
 
     @admin.display(description="tracked link")
     def short_url(self, obj: Link) -> str:
-        return format_html('<a href="{0}/l/{1}">/l/{1}</a>', settings.PUBLIC_BASE_URL, obj.key)
+        """A deleted or archived link stays among its post's links (its numbers are the post's), marked."""
+        state = " (deleted)" if obj.deleted_at else " (archived)" if obj.archived_at else ""
+        return format_html('<a href="{0}/l/{1}">/l/{1}</a>{2}', settings.PUBLIC_BASE_URL, obj.key, state)
 
 
 class PostForm(WorkspaceModelForm):
@@ -194,34 +204,161 @@ class LinkCreateForm(OnceForm, WorkspaceChoiceForm):
         required=False,
         help_text="Leads and sales of this post's links enroll their person in the campaign.",
     )
+    key = forms.CharField(
+        max_length=64,
+        required=False,
+        help_text="The link is /l/<key>: letters, digits, - and _, case-sensitive. Empty: 8 random characters.",
+    )
+    tag_names = forms.CharField(max_length=1100, required=False, label="Tags", help_text="Comma-separated.")
 
     def __init__(self, *args, workspaces, **kwargs):
         super().__init__(*args, workspaces=workspaces, **kwargs)
         self.fields["campaign"].queryset = Campaign.objects.filter(workspace__in=workspaces).order_by("name", "pk")
 
 
+class LinkChangeForm(WorkspaceModelForm):
+    """A link's changeable fields (clicks/links.py, CHANGEABLE), its tags as names; saved by `link_update`."""
+
+    destination = forms.URLField(
+        max_length=2048, assume_scheme="https", help_text="Where visitors land; a change applies to the next click."
+    )
+    fallback_url = forms.URLField(max_length=2048, assume_scheme="https", required=False)
+
+    tag_names = forms.CharField(
+        max_length=1100, required=False, label="Tags", help_text="Comma-separated; a new name makes a new tag."
+    )
+
+    class Meta:
+        model = Link
+        fields = ["destination", "key", *UTM_FIELDS, "expires_at", "fallback_url"]
+        help_texts = {
+            "key": "The link is /l/<key>: letters, digits, - and _, case-sensitive. A printed link with the old key "
+            "stops working.",
+            "expires_at": "From then on visitors go to the fallback URL (or a 404) and no click is recorded.",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial.setdefault("tag_names", ", ".join(sorted(t.name for t in self.instance.tags.all())))
+
+    def clean(self):
+        data = super().clean()
+        try:  # the service's rules, as errors on the form rather than after it
+            if data.get("key"):
+                link_key_check(data["key"])
+            for field in ("destination", "fallback_url"):
+                if data.get(field):
+                    url_check(data[field], field=field)
+        except Unprocessable as exc:
+            raise forms.ValidationError(exc.message) from None
+        data["tags"] = [name.strip() for name in data.get("tag_names", "").split(",") if name.strip()]
+        return data
+
+
+class ArchivedFilter(admin.SimpleListFilter):
+    """Archived links are out of the list unless asked for."""
+
+    title = "archived"
+    parameter_name = "archived"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Archived"), ("all", "All")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "all":
+            return queryset
+        return queryset.filter(archived_at__isnull=self.value() != "yes")
+
+
 @admin.register(Link)
 class LinkAdmin(NumbersColumns, ServiceFormAdmin):
-    """Tracked links. Owners make them here (`campaign_link_create`, as `manage.py link create`); nobody edits
-    one: its key is printed in posts already."""
+    """Tracked links. Owners make them here (`campaign_link_create`, as `manage.py link create`); owners and editors
+    change them (`link_update`: the history on the link's page), archive and delete them (soft: the numbers stay)."""
 
     view_roles = MEMBERS
     add_roles = OWNERS
+    change_roles = MEMBERS
     add_form = LinkCreateForm
     add_title = "Make a tracked link"
     add_submit = "Make link"
     add_intro = "Share the short link it gives in your post; each visit through it is a click."
-    list_display = ["short_link", "goes_to", "post", *NUMBERS, "created_at"]
-    list_filter = ["workspace"]  # posts are many: reach a post's links from its page or by search
+    form = LinkChangeForm
+    list_display = ["short_link", "goes_to", "post", *NUMBERS, "created_at"]  # fits 1366 px: tags are a filter
+    list_filter = [ArchivedFilter, ("tags", admin.RelatedOnlyFieldListFilter), "workspace"]
     list_select_related = ["post"]
     search_fields = ["=key", "destination", "post__title"]
     ordering = ["-created_at", "-pk"]
-    fields = ["short_url", "qr_code", "destination", "post", *NUMBERS, "clicks_from", "created_at"]
-    readonly_fields = fields
-    actions = []
+    readonly_fields = ["short_url", "qr_code", "post", *NUMBERS, "clicks_from", "history", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["short_url", "qr_code", "post", *NUMBERS]}),
+        ("Where it goes", {"fields": ["destination", "key", "tag_names", "expires_at", "fallback_url"]}),
+        ("UTM", {"fields": list(UTM_FIELDS)}),
+        (None, {"fields": ["clicks_from", "history", "created_at"]}),
+    ]
+    actions = ["archive_links", "unarchive_links", "delete_links"]
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # a link is never deleted for real: delete_links marks it
+        return actions
+
+    def save_model(self, request, obj, form, change):
+        changes = {field: form.cleaned_data[field] for field in CHANGEABLE if field in form.changed_data}
+        if "tag_names" in form.changed_data:
+            changes["tags"] = form.cleaned_data["tags"]
+        link_update(link=obj, changes=changes, user=request.user)
+
+    def save_related(self, request, form, formsets, change):
+        pass  # the tags are saved by link_update, with the rest of the change and its history
+
+    @admin.action(description="Archive selected links (they keep redirecting)")
+    def archive_links(self, request, queryset):
+        links = list(self.action_queryset(request, queryset))
+        for link in links:
+            link_archive(link=link, user=request.user)
+        self.message_user(request, f"Archived {len(links)} link(s).", messages.SUCCESS)
+
+    @admin.action(description="Unarchive selected links")
+    def unarchive_links(self, request, queryset):
+        links = list(self.action_queryset(request, queryset))
+        for link in links:
+            link_archive(link=link, archived=False, user=request.user)
+        self.message_user(request, f"Unarchived {len(links)} link(s).", messages.SUCCESS)
+
+    @admin.action(description="Delete selected links (they stop redirecting; their numbers stay)")
+    def delete_links(self, request, queryset):
+        links = list(self.action_queryset(request, queryset))
+        for link in links:
+            link_delete(link=link, user=request.user)
+        self.message_user(request, f"Deleted {len(links)} link(s).", messages.SUCCESS)
+
+    @admin.display(description="history")
+    def history(self, obj: Link) -> str:
+        """Every change of the link, newest first (the latest 100): when, who (a person or an API token), what."""
+        changes = obj.changes.select_related("user", "token").order_by("-changed_at", "-pk")[:100]
+        rows = [
+            (
+                f"{change.changed_at:%Y-%m-%d %H:%M:%S} UTC",
+                change.user.get_username() if change.user else f"API token {change.token}" if change.token else "-",
+                format_html_join(
+                    mark_safe("<br>"),
+                    "<b>{}</b>: {} → {}",
+                    ((f, _value(change.before.get(f)), _value(change.after.get(f))) for f in change.after),
+                ),
+            )
+            for change in changes
+        ]
+        if not rows:
+            return "No changes yet."
+        return format_html(
+            '<table class="lf-history"><tr><th>When</th><th>Who</th><th>What</th></tr>{}</table>',
+            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
+        )
 
     def get_queryset(self, request):
-        return links_with_numbers(links=super().get_queryset(request))
+        queryset = super().get_queryset(request).filter(deleted_at__isnull=True)
+        return links_with_numbers(links=queryset)
 
     @admin.display(description="clicks from")
     def clicks_from(self, obj: Link) -> str:
@@ -266,6 +403,8 @@ class LinkAdmin(NumbersColumns, ServiceFormAdmin):
             destination=data["destination"],
             campaign=data["campaign"],
             post_title=data["post_title"] or None,
+            key=data["key"] or None,
+            tags=[name.strip() for name in data["tag_names"].split(",") if name.strip()],
         )
         self.log_addition(request, link, [{"added": {}}])
         self.message_user(request, f"Made {settings.PUBLIC_BASE_URL}/l/{link.key}.", messages.SUCCESS)

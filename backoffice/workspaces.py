@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.core.validators import URLValidator
 from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
@@ -58,9 +59,27 @@ class SettingsForm(forms.ModelForm):
         widget=forms.TextInput(attrs={"type": "color"}),
     )
 
+    link_fallback_url = forms.URLField(
+        max_length=2048,
+        assume_scheme="https",
+        validators=[URLValidator(schemes=["http", "https"])],
+        required=False,
+        label="Fallback page",
+        help_text="Where a deleted link, or an expired one without a fallback of its own, sends visitors; empty: a "
+        "404 page.",
+    )
+
     class Meta:
         model = Workspace
-        fields = ["name", "allowed_origins", "currency", "email_logo_url", "email_brand_color", "postal_address"]
+        fields = [
+            "name",
+            "allowed_origins",
+            "currency",
+            "email_logo_url",
+            "email_brand_color",
+            "postal_address",
+            "link_fallback_url",
+        ]
         labels = {"email_logo_url": "logo URL"}
         help_texts = {
             "allowed_origins": "Sites allowed to send leads with the pixel, one per line, e.g. https://shop.example.com",
@@ -116,6 +135,7 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         (None, {"fields": ["name", "slug", "created_at"]}),
         ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
         ("Money", {"fields": ["currency", "delete_test_data"]}),
+        ("Links", {"fields": ["link_fallback_url"]}),
         ("Team and sending", {"fields": ["members", "daily_send_limit"]}),
         ("Email layout", {"fields": ["email_logo_url", "email_brand_color", "postal_address"]}),
     ]
@@ -188,6 +208,7 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             name=form.cleaned_data["name"],
             allowed_origins=form.cleaned_data["allowed_origins"],
             currency=form.cleaned_data["currency"] or None,
+            link_fallback_url=form.cleaned_data["link_fallback_url"],
         )
         workspace_email_layout_set(
             workspace=obj,

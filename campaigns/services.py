@@ -6,6 +6,7 @@ The next_send_at rule itself lives in `campaigns.schedule` (re-exported here for
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -17,8 +18,8 @@ from django.utils import timezone
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
 from campaigns.steps import step_content
+from clicks.links import link_add
 from clicks.models import Link, Post
-from clicks.services import link_create
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_email
 from customers.services import customer_match
@@ -38,6 +39,7 @@ __all__ = [
     "campaign_get",
     "campaign_lead_add",
     "campaign_link_create",
+    "campaign_links_create",
     "campaign_pause",
     "campaign_post_set",
     "campaign_resume",
@@ -222,15 +224,28 @@ def campaign_post_set(*, post: Post, campaign: Campaign | None) -> None:
 
 @transaction.atomic
 def campaign_link_create(
-    *, workspace: Workspace, destination: str, campaign: Campaign | None, post_title: str | None = None
+    *, workspace: Workspace, destination: str, campaign: Campaign | None, post_title: str | None = None, **link: Any
 ) -> Link:
-    """`link_create`, and the link's post put in `campaign` when one is given."""
+    """`link_add` (its options in `link`: key, utm, tags, ...), and the link's post put in `campaign` when one is
+    given."""
     if campaign is not None and campaign.workspace_id != workspace.pk:
         raise Unprocessable(f"unknown campaign: {campaign.slug}")  # checked before anything is written
-    link = link_create(workspace=workspace, destination=destination, post_title=post_title)
+    made = link_add(workspace=workspace, destination=destination, post_title=post_title, **link)
     if campaign is not None:
-        campaign_post_set(post=link.post, campaign=campaign)
-    return link
+        campaign_post_set(post=made.post, campaign=campaign)
+    return made
+
+
+@transaction.atomic
+def campaign_links_create(*, workspace: Workspace, links: list[dict[str, Any]]) -> list[Link]:
+    """Several `campaign_link_create`s, all or none: the first refused one is named by its index in `links`."""
+    made = []
+    for index, link in enumerate(links):
+        try:
+            made.append(campaign_link_create(workspace=workspace, **link))
+        except Unprocessable as exc:
+            raise Unprocessable(f"links[{index}]: {exc.message}") from None
+    return made
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,15 @@
-"""Post, Link and Click."""
+"""Post, Link (its tags and its history of changes) and Click."""
 
 import secrets
 
+from django.conf import settings
 from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower, Now
+
+# A chosen key (docs/api.md, "Link keys"): what a random key is made of, case-sensitive, 1 to 64 characters.
+KEY_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+UTM_FIELDS = ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")
 
 
 def new_link_key() -> str:
@@ -25,15 +32,77 @@ class Post(models.Model):
         return self.title
 
 
+class Tag(models.Model):
+    """A workspace's label for links, to filter them by; a name once per workspace, whatever its letter case."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=50)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(Lower("name"), "workspace", name="clicks_tag_one_per_name"),
+            models.CheckConstraint(condition=~Q(name=""), name="clicks_tag_name_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Link(models.Model):
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="links")
     post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="links")
-    key = models.CharField(max_length=32, unique=True, default=new_link_key)
+    # Unique across workspaces: every link is /l/<key> on the one domain (docs/api.md, "Link keys").
+    key = models.CharField(max_length=64, unique=True, default=new_link_key)
+    # What the redirect sends visitors to: the address as given with the UTM fields composed in (clicks/links.py).
     destination = models.URLField(max_length=2048)
+    # The UTM parameters of `destination`, kept apart to filter and edit by; always what the destination carries.
+    utm_source = models.CharField(max_length=200, blank=True, default="", db_default="")
+    utm_medium = models.CharField(max_length=200, blank=True, default="", db_default="")
+    utm_campaign = models.CharField(max_length=200, blank=True, default="", db_default="")
+    utm_term = models.CharField(max_length=200, blank=True, default="", db_default="")
+    utm_content = models.CharField(max_length=200, blank=True, default="", db_default="")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="links")
+    # From then on the redirect sends visitors to `fallback_url` (or the workspace's, or a 404) and records no click.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    fallback_url = models.URLField(max_length=2048, blank=True, default="", db_default="")
+    # Archived: out of lists and pickers, still redirecting. Deleted: no longer redirecting; its clicks and
+    # conversions stay in the numbers. Never a row deleted: clicks and conversions point at it.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # db_default: the code a rolling deploy still runs inserts links without it (docs/deployment.md).
+    updated_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(key__regex=KEY_PATTERN), name="clicks_link_key_chars")]
+        # The API's list, newest first, a page at a time (rollups/links_api.py).
+        indexes = [models.Index(fields=["workspace", "-created_at", "-id"], name="clicks_link_recent")]
 
     def __str__(self) -> str:
         return f"/l/{self.key}"
+
+
+class LinkChange(models.Model):
+    """One change of a link: who made it (a person in the back office or an API token), when, before and after."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    link = models.ForeignKey(Link, on_delete=models.CASCADE, related_name="changes", db_index=False)
+    changed_at = models.DateTimeField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey("workspaces.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The changed fields only, as {field: value}: "tags" a sorted list of names, times ISO 8601.
+    before = models.JSONField()
+    after = models.JSONField()
+
+    class Meta:
+        # A link's history, newest first, on its page.
+        indexes = [models.Index(fields=["link", "-changed_at"], name="clicks_linkchange_history")]
+
+    def __str__(self) -> str:
+        return f"change of link #{self.link_id} at {self.changed_at:%Y-%m-%d %H:%M}"
 
 
 class Click(models.Model):

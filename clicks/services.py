@@ -76,9 +76,19 @@ def _visit_row(n: int) -> str:
     return f"({', '.join(slots)}, {n})"
 
 
+# Links no longer followed (clicks/links.py): a deleted link, or an expired one. Such a visit records no click and
+# goes to the link's fallback (an expired link's only), else the workspace's, else nowhere (a 404): a subquery
+# only a gone link's visit evaluates, so a live link's click costs nothing more (docs/api.md, "Deleted and expired
+# links"; docs/benchmarks.md, "Deleted and expired links on the redirect").
+_GONE = "((link.deleted_at IS NOT NULL OR link.expires_at <= now()) IS TRUE)"  # never NULL: no expiry is FALSE
+_FALLBACK = f"""COALESCE(
+            CASE WHEN link.deleted_at IS NULL THEN NULLIF(link.fallback_url, '') END,
+            (SELECT NULLIF(ws.link_fallback_url, '') FROM {Workspace._meta.db_table} ws WHERE ws.id = link.workspace_id))"""
+
+
 # The redirect's one statement, for a batch of `size` visits (rows of _Visit's columns, `recorded` false
 # past the click limit): find each link by its key, insert the recorded visits' clicks, return each
-# found visit's destination, in one round trip and one commit (autocommit), prepared once per
+# found visit's destination (a gone link's fallback: _GONE), in one round trip and one commit (autocommit), prepared once per
 # connection and batch size (lftrack/db.py). No row for an unknown key, and then no click.
 # Rows of VALUES, not arrays through unnest(): psycopg adapts ten lists in 0.1 ms more Python per
 # statement than the same values as scalars; `$n` placeholders, as psycopg would otherwise parse a
@@ -94,25 +104,29 @@ WITH visit ({", ".join(_ROW_COLUMNS)}, n) AS (
     VALUES {", ".join(_visit_row(n) for n in range(1, size + 1))}
 ),
 found AS (
-    SELECT visit.*, link.id AS link_id, link.workspace_id, link.destination
+    SELECT visit.*, link.id AS link_id, link.workspace_id, {_GONE} AS gone,
+        CASE WHEN {_GONE} THEN {_FALLBACK} ELSE link.destination END AS destination
     FROM visit JOIN {Link._meta.db_table} link ON link.key = visit.key
 ),
 click AS (
     INSERT INTO {Click._meta.db_table}
         (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain)
     SELECT workspace_id, link_id, click_id, now(), user_agent, referrer, is_bot, device, browser, os, referrer_domain
-    FROM found WHERE recorded
+    FROM found WHERE recorded AND NOT gone
     RETURNING id, workspace_id
 ),
 event AS (
     {emitted_sql(rows="click", workspace_id="click.workspace_id", type="'click.created'", test="FALSE", subject_id="click.id")}
 )
-SELECT n, destination, NULL::bigint AS event_id, NULL::bigint AS workspace_id FROM found
-UNION ALL SELECT NULL, NULL, id, workspace_id FROM event
+SELECT n, destination, gone, NULL::bigint AS event_id, NULL::bigint AS workspace_id FROM found
+UNION ALL SELECT NULL, NULL, NULL, id, workspace_id FROM event
 """
 
 
-_DESTINATION_SQL = f"""SELECT destination FROM {Link._meta.db_table} WHERE key = %(key)s"""
+_DESTINATION_SQL = f"""
+SELECT CASE WHEN {_GONE} THEN {_FALLBACK} ELSE link.destination END AS destination
+FROM {Link._meta.db_table} link WHERE link.key = %(key)s
+"""
 
 
 def click_follow(
@@ -144,7 +158,7 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     with prepared_cursor(numbered=True) as cursor:
         cursor.execute(_follow_sql(len(visits)), params)
         rows = cursor.fetchall()
-    destinations = {row.n: row.destination for row in rows if row.n is not None}
+    destinations = {row.n: (row.destination, row.gone) for row in rows if row.n is not None}
     events: list[tuple[int, int, int | None]] = [
         (row.event_id, row.workspace_id, None) for row in rows if row.n is None
     ]
@@ -154,9 +168,17 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
         except DatabaseError as exc:
             logger.warning("click.created dispatch not queued, left to the sweeper (%s)", type(exc).__name__)
     return [
-        (destinations[n], None if past else visit.click_id) if n in destinations else None
+        _answer(destinations.get(n), visit, past)
         for n, (visit, past) in enumerate(zip(visits, over, strict=True), start=1)
     ]
+
+
+def _answer(found: tuple[str | None, bool] | None, visit: _Visit, past: bool) -> tuple[str, str | None] | None:
+    """click_follow's answer: a gone link's visit goes to its fallback, if any, without a click id (none was made)."""
+    destination, gone = found if found is not None else (None, True)
+    if destination is None:
+        return None
+    return destination, None if past or gone else visit.click_id
 
 
 # One statement per batch size, prepared as each size first occurs. 16 at most: PostgreSQL's CPU per click
@@ -165,7 +187,7 @@ _visits = Batcher(_visits_record, max_batch=16)
 
 
 def link_destination(key: str) -> str | None:
-    """The destination of the link `key`, recording nothing (a HEAD)."""
+    """The destination of the link `key`, recording nothing (a HEAD): a gone link's fallback, if any."""
     with prepared_cursor() as cursor:
         cursor.execute(_DESTINATION_SQL, {"key": key})
         row = cursor.fetchone()

@@ -249,6 +249,9 @@ RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m"
 # Managing webhook endpoints (POST, PATCH, DELETE /api/v1/webhooks...), per token and per address.
 RATELIMIT_WEBHOOKS_TOKEN = env.str("RATELIMIT_WEBHOOKS_TOKEN", default="120/m")
 RATELIMIT_WEBHOOKS_IP = env.str("RATELIMIT_WEBHOOKS_IP", default="600/m")
+# Writes of the links API (rollups/links_api.py): a bulk call of up to 100 links counts once.
+RATELIMIT_LINKS_TOKEN = env.str("RATELIMIT_LINKS_TOKEN", default="120/m")
+RATELIMIT_LINKS_IP = env.str("RATELIMIT_LINKS_IP", default="600/m")
 # The email providers' webhooks (campaigns/provider_hooks.py): calls per workspace (providers post one
 # event a call in bursts, and retry a 429 later); wrong secrets count against RATELIMIT_EMAIL_EVENTS_IP.
 RATELIMIT_EMAIL_HOOKS = env.str("RATELIMIT_EMAIL_HOOKS", default="6000/m")

@@ -17,6 +17,7 @@ from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
 from payments.views import payment_hook
 from rollups.api import AnalyticsViewSet
+from rollups.links_api import LinkViewSet
 from webhooks.api import WebhookEndpointViewSet
 from workspaces.views import invitation
 
@@ -31,6 +32,7 @@ router.register("email-events", EmailEventViewSet, basename="email-event")
 router.register("customers", CustomerViewSet, basename="customer")
 router.register("analytics", AnalyticsViewSet, basename="analytics")
 router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
+router.register("links", LinkViewSet, basename="link")
 
 urlpatterns = [
     path("l/<slug:key>", follow_link, name="follow-link"),

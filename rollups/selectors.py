@@ -477,3 +477,16 @@ def click_kinds(
         for row in cursor.fetchall():
             found[row.kind].append((row.value, row.clicks))
     return found
+
+
+def link_numbers(*, link_id: int) -> dict:
+    """One link's numbers of all time (`numbers_of`): its totals rows plus its tail, in one statement (the API's link)."""
+    groups = _grouped(
+        totals=LinkTotals,
+        group="link",
+        scope="x.link_id = %(link_id)s",
+        params={"link_id": link_id},
+        days=False,
+        hints=False,
+    )
+    return numbers_of(groups.get(link_id, []))

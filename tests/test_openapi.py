@@ -3,6 +3,7 @@
 import difflib
 import json
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import requests
@@ -46,6 +47,9 @@ WEBHOOKS = "/api/v1/webhooks"
 WEBHOOK = "/api/v1/webhooks/{id}"
 ROTATE = "/api/v1/webhooks/{id}/rotate-secret"
 REFUNDS = "/api/v1/conversions/{conversion_id}/refunds"
+LINKS = "/api/v1/links"
+LINK = "/api/v1/links/{id}"
+LINKS_BULK = "/api/v1/links/bulk"
 SHOP = "https://shop.acme.example"
 
 
@@ -110,6 +114,12 @@ def test_every_v1_operation_is_described():
         (WEBHOOK, "delete"),
         (ROTATE, "post"),
         (REFUNDS, "post"),
+        (LINKS, "get"),
+        (LINKS, "post"),
+        (LINKS_BULK, "post"),
+        (LINK, "get"),
+        (LINK, "patch"),
+        (LINK, "delete"),
     }
 
 
@@ -448,6 +458,109 @@ SCENARIOS.update(
             "500": ("webhooks.api.endpoint_secret_rotate", lambda w: {}),
             "503": ("webhooks.api.endpoint_secret_rotate", lambda w: {}, OperationalError),
         },
+    }
+)
+
+
+def _link_body(w):
+    return {"destination": "https://shop.example.com/", "tags": ["spring"], "utm_source": "ig"}
+
+
+def _bulk_body(w):
+    return {"links": [_link_body(w), _link_body(w)]}
+
+
+def _link_path(w) -> str:
+    return LINK.replace("{id}", str(w["click"].link_id))
+
+
+def _broken(target: str, call, error=RuntimeError):
+    """A scenario that breaks `target` (a name the view calls) with `error`: a 500, or the database's 503."""
+
+    def scenario(api, w):
+        with mock.patch(target, side_effect=error("boom")):
+            return call(api, w)
+
+    return scenario
+
+
+def _link_calls(method: str, path_of, body_of, bad_422, limit: str, ok: str, broken: str) -> dict:
+    """The statuses of an operation on one link (GET, PATCH, DELETE /links/{id})."""
+
+    def call(api, w, **kwargs):
+        return _send(api, w, method, path_of(w), body_of(w), **kwargs)
+
+    def twice(api, w):
+        with override_settings(**{limit: "1/m"}):
+            call(api, w)
+            return call(api, w)
+
+    scenarios = {
+        ok: call,
+        "400": lambda api, w: _send(api, w, method, path_of(w) + "?x=%00", body_of(w)),
+        "401": lambda api, w: call(api, w, token=""),
+        "403": lambda api, w: call(api, w, token=_writer(w)),
+        "404": lambda api, w: _send(api, w, method, LINK.replace("{id}", "0"), body_of(w)),
+        "429": twice,
+        "500": _broken(broken, call),
+        "503": _broken(broken, call, OperationalError),
+    }
+    if bad_422 is not None:
+        scenarios.update(
+            {
+                "413": lambda api, w: _send(api, w, method, path_of(w), raw=json.dumps({"pad": "x" * 70_000})),
+                "415": lambda api, w: _send(api, w, method, path_of(w), raw="<a/>", content_type="application/xml"),
+                "422": lambda api, w: _send(api, w, method, path_of(w), bad_422),
+            }
+        )
+    return scenarios
+
+
+def _link_post(path: str, body_of, broken: str) -> dict:
+    def call(api, w):
+        return _post(api, w, path, body_of(w))
+
+    return {
+        "201": call,
+        **_common(path, body_of, lambda w: {**_link_body(w), "key": "no spaces"}),
+        "429": _twice("RATELIMIT_LINKS_TOKEN", path, body_of),
+        "500": _broken(broken, call),
+        "503": _broken(broken, call, OperationalError),
+    }
+
+
+def _link_list(api, w):
+    return api.get(LINKS, token=w["token"])
+
+
+SCENARIOS.update(
+    {
+        (LINKS, "get"): {
+            **{
+                k: v
+                for k, v in _reads(lambda w: LINKS, {"archived": "x"}, breaks="").items()
+                if k not in ("500", "503")
+            },
+            "500": _broken("rollups.links_api.page_out", _link_list),
+            "503": _broken("rollups.links_api.page_out", _link_list, OperationalError),
+        },
+        (LINKS, "post"): _link_post(LINKS, _link_body, "rollups.links_api.campaign_link_create"),
+        (LINKS_BULK, "post"): _link_post(LINKS_BULK, _bulk_body, "rollups.links_api.campaign_links_create"),
+        (LINK, "get"): _link_calls(
+            "GET", _link_path, lambda w: None, None, "RATELIMIT_READ_TOKEN", "200", "rollups.links_api.link_numbers"
+        ),
+        (LINK, "patch"): _link_calls(
+            "PATCH",
+            _link_path,
+            lambda w: {"destination": "https://shop.example.com/new", "tags": ["b"]},
+            {"key": "no spaces"},
+            "RATELIMIT_LINKS_TOKEN",
+            "200",
+            "rollups.links_api.link_update",
+        ),
+        (LINK, "delete"): _link_calls(
+            "DELETE", _link_path, lambda w: None, None, "RATELIMIT_LINKS_TOKEN", "204", "rollups.links_api.link_delete"
+        ),
     }
 )
 

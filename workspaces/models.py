@@ -28,6 +28,8 @@ class Workspace(models.Model):
     email_logo_url = models.URLField(max_length=2048, blank=True, default="", db_default="")
     email_brand_color = models.CharField(max_length=7, default="#2563eb", db_default="#2563eb")
     postal_address = models.TextField(max_length=500, blank=True, default="", db_default="")
+    # Where a deleted link (and an expired one without a fallback of its own) sends visitors; empty: a 404.
+    link_fallback_url = models.URLField(max_length=2048, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -92,6 +94,8 @@ class ApiToken(models.Model):
         EMAIL_EVENTS_WRITE = "email_events:write", "report bounces and complaints"
         READ = "read", "read back (the read API)"
         WEBHOOKS = "webhooks", "manage webhook endpoints"
+        LINKS_READ = "links:read", "read links"
+        LINKS_WRITE = "links:write", "make, change and delete links"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.shown})"

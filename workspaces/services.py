@@ -70,10 +70,15 @@ def _keep_an_owner(*, workspace: Workspace, losing: QuerySet[Membership]) -> Non
 
 @transaction.atomic
 def workspace_settings_update(
-    *, workspace: Workspace, name: str, allowed_origins: str, currency: str | None = None
+    *,
+    workspace: Workspace,
+    name: str,
+    allowed_origins: str,
+    currency: str | None = None,
+    link_fallback_url: str | None = None,
 ) -> Workspace:
-    """What an owner may change in Settings: the display name, the pixel's allowed origins and the currency of
-    sales that name none (recorded sales keep theirs)."""
+    """What an owner may change in Settings: the display name, the pixel's allowed origins, the currency of
+    sales that name none (recorded sales keep theirs) and the page a deleted link sends visitors to."""
     name = name.strip()
     if not name:
         raise Unprocessable("name is required")
@@ -84,7 +89,9 @@ def workspace_settings_update(
         if code is None:
             raise Unprocessable(f"unknown currency: {currency[:10]}")
         workspace.currency = code
-    workspace.save(update_fields=["name", "allowed_origins", "currency"])
+    if link_fallback_url is not None:
+        workspace.link_fallback_url = link_fallback_url  # checked by the form (an http or https URL) or empty
+    workspace.save(update_fields=["name", "allowed_origins", "currency", "link_fallback_url"])
     transaction.on_commit(workspace_changed)  # the processes' token copies carry the workspace's row
     return workspace
 

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from campaigns.models import Enrollment, Suppression
+from clicks.models import Tag
 from conversions.models import ConversionEvent
 from tests.factories import CampaignEmailFactory, CampaignFactory, ClickFactory
 from workspaces.models import ApiToken
@@ -26,10 +27,11 @@ def doors(acme):
         "conversions:write": ("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, ConversionEvent),
         "leads:write": ("/api/v1/campaigns/spring/leads", {"email": "ada@example.com"}, Enrollment),
         "email_events:write": ("/api/v1/email-events", {"type": "bounce", "email": "bob@example.com"}, Suppression),
+        "links:write": ("/api/v1/links", {"destination": "https://shop.example.com/", "tags": ["new"]}, Tag),
     }
 
 
-@pytest.mark.parametrize("scope", ["conversions:write", "leads:write", "email_events:write"])
+@pytest.mark.parametrize("scope", ["conversions:write", "leads:write", "email_events:write", "links:write"])
 def test_a_scoped_token_opens_its_door_only(api, acme, doors, scope):
     token = api_token_create(workspace=acme, name="narrow", scopes=[scope]).secret
     for door, (path, body, model) in doors.items():
@@ -81,6 +83,8 @@ def test_the_cli_creates_scoped_tokens(api, acme, doors):
         "email_events:write",
         "read",
         "webhooks",
+        "links:read",
+        "links:write",
     ]
 
 
