@@ -2,6 +2,9 @@
 
 import multiprocessing
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # One process per core (Python runs one thread at a time per process) with a few threads each, so a
@@ -48,3 +51,28 @@ logconfig_dict = {
 }
 # The client address is decided by TRUSTED_PROXY_COUNT in Django, not by gunicorn.
 forwarded_allow_ips = "127.0.0.1"
+
+# Metrics (docs/metrics.md, "Under gunicorn"): every worker counts into its own files in PROMETHEUS_MULTIPROC_DIR
+# and /metrics adds all of them up, so a scrape that reaches any one worker sees every worker's counts. Set
+# before the workers start (they inherit it); unset, a directory of this server's own, removed when it stops.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lftrack-metrics-")
+    os.environ["LFTRACK_METRICS_DIR_OWNED"] = "1"  # a reload reads this file again: remember whose it is
+
+
+def on_starting(server):
+    """A previous run's counts go: prometheus-client's files are per process id, and ids come round again."""
+    for path in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+        path.unlink(missing_ok=True)
+
+
+def child_exit(server, worker):
+    """A dead worker's gauges stop counting as live (its counters and histograms keep adding up, as they must)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    if os.environ.get("LFTRACK_METRICS_DIR_OWNED") == "1":
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_safe
 from clicks.bots import is_bot
 from clicks.services import click_follow, destination_with_click_id, link_destination
 from lftrack.batching import Abandoned
+from lftrack.metrics import BACKEND_ERRORS, CLICKS, labelled
 from lftrack.ratelimit import client_key
 
 logger = logging.getLogger("lftrack.redirect")
@@ -51,6 +52,8 @@ def follow_link(request: HttpRequest, key: str) -> HttpResponse:
         if destination is None:
             raise  # 503 service unavailable (lftrack/errors.py)
         logger.warning("redirect without a click: database unavailable (%s)", type(exc.__cause__ or exc).__name__)
+        labelled(CLICKS, "outage").inc()
+        labelled(BACKEND_ERRORS, "database").inc()
         return _redirect(_uri(destination))
 
 
@@ -74,6 +77,7 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     destination, click_id = followed
     recent_links.remember(key, destination)
     # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
+    labelled(CLICKS, "limited" if click_id is None else "recorded").inc()
     location = _uri(destination)
     return _redirect(location if click_id is None else destination_with_click_id(location, click_id))
 

@@ -1,0 +1,86 @@
+"""The gauges read from the tables at each scrape: roll-up lag, the sender's backlog, the webhook queue."""
+
+import math
+
+from django.db import connection
+from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from campaigns.models import Campaign, Enrollment
+from lftrack.fairshare import waiting_workspaces_sql
+from rollups.models import Watermark
+from rollups.services import ROLLED_UP
+from webhooks.models import Delivery, Endpoint
+
+_ENROLLMENT = Enrollment._meta.db_table
+_SCHEDULED = "e.state = 'active' AND e.next_send_at IS NOT NULL"
+
+# Per source table (times from Python's clock, as the rows were stamped): how long since its roll-up last caught up, while rows wait above its watermark (0 when none
+# wait; NULL when it was never rolled up). A probe of the primary key each.
+_ROLLUP_LAG_SQL = " UNION ALL ".join(
+    f"""SELECT '{model._meta.db_table}', CASE
+        WHEN NOT EXISTS (SELECT 1 FROM {model._meta.db_table} x WHERE x.id > COALESCE(w.last_id, 0)) THEN 0
+        ELSE EXTRACT(EPOCH FROM %(now)s - w.rolled_up_at) END
+    FROM (SELECT 1) one LEFT JOIN {Watermark._meta.db_table} w ON w.source = '{model._meta.db_table}'"""
+    for model in ROLLED_UP
+)
+
+# The oldest email due and not yet sent, of an active campaign: the sender's skip scan of
+# `campaigns_enrollment_due` (campaigns/sending.py), then each waiting workspace's earliest due enrollment.
+_BACKLOG_SQL = f"""
+WITH RECURSIVE waiting (workspace_id, next_send_at) AS (
+    {waiting_workspaces_sql(table=_ENROLLMENT, condition=_SCHEDULED, first="next_send_at")}
+)
+SELECT EXTRACT(EPOCH FROM %(now)s - min(oldest.next_send_at))
+FROM waiting w CROSS JOIN LATERAL (
+    SELECT e.next_send_at FROM {_ENROLLMENT} e JOIN {Campaign._meta.db_table} c ON c.id = e.campaign_id
+    WHERE e.workspace_id = w.workspace_id AND {_SCHEDULED} AND e.next_send_at <= %(now)s AND c.status = 'active'
+    ORDER BY e.next_send_at LIMIT 1
+) oldest
+WHERE w.next_send_at <= %(now)s
+"""
+
+# Deliveries waiting to be sent to enabled endpoints (webhooks_delivery_by_endpoint), and the disabled endpoints.
+_WEBHOOKS_SQL = f"""
+SELECT
+    (SELECT count(*) FROM {Delivery._meta.db_table} d JOIN {Endpoint._meta.db_table} p ON p.id = d.endpoint_id
+     WHERE p.enabled AND d.state = 'pending'),
+    (SELECT count(*) FROM {Endpoint._meta.db_table} WHERE NOT enabled)
+"""
+
+
+class TablesCollector(Collector):
+    """Added to every scrape by RollupsConfig.ready() (lftrack/metrics.py, scrape_collector_add)."""
+
+    def collect(self):
+        now = {"now": timezone.now()}  # the clock the sender and the roll-up stamp their rows with
+        with connection.cursor() as cursor:
+            cursor.execute(_ROLLUP_LAG_SQL, now)
+            lags = cursor.fetchall()
+            cursor.execute(_BACKLOG_SQL, now)
+            (backlog,) = cursor.fetchone()
+            cursor.execute(_WEBHOOKS_SQL)
+            pending, disabled = cursor.fetchone()
+        lag = GaugeMetricFamily(
+            "lftrack_rollup_lag_seconds",
+            "Seconds since the roll-up last caught up with a source table while rows of it wait (0: none wait; "
+            "+Inf: never rolled up).",
+            labels=["source"],
+        )
+        for source, seconds in lags:
+            lag.add_metric([source], math.inf if seconds is None else max(0.0, float(seconds)))
+        yield lag
+        yield GaugeMetricFamily(
+            "lftrack_sender_backlog_seconds",
+            "Age of the oldest campaign email due and not yet sent (0 when none is due).",
+            value=max(0.0, float(backlog or 0)),
+        )
+        yield GaugeMetricFamily(
+            "lftrack_webhook_queue_depth", "Webhook deliveries pending to enabled endpoints.", value=pending
+        )
+        yield GaugeMetricFamily(
+            "lftrack_webhook_endpoints_disabled",
+            "Webhook endpoints disabled now (until an owner re-enables them).",
+            value=disabled,
+        )
