@@ -11,7 +11,7 @@ from campaigns.models import Campaign, Enrollment
 from lftrack.fairshare import waiting_workspaces_sql
 from rollups.models import Watermark
 from rollups.services import ROLLED_UP
-from webhooks.models import Delivery, Endpoint
+from webhooks.models import Delivery, Endpoint, Event
 
 _ENROLLMENT = Enrollment._meta.db_table
 _SCHEDULED = "e.state = 'active' AND e.next_send_at IS NOT NULL"
@@ -41,9 +41,11 @@ FROM waiting w CROSS JOIN LATERAL (
 WHERE w.next_send_at <= %(now)s
 """
 
-# Deliveries waiting to be sent to enabled endpoints (webhooks_delivery_by_endpoint), and the disabled endpoints.
+# Events not yet turned into deliveries (webhooks_event_undispatched), deliveries waiting to be sent to enabled
+# endpoints (webhooks_delivery_by_endpoint), and the disabled endpoints.
 _WEBHOOKS_SQL = f"""
 SELECT
+    (SELECT count(*) FROM {Event._meta.db_table} WHERE dispatched_at IS NULL),
     (SELECT count(*) FROM {Delivery._meta.db_table} d JOIN {Endpoint._meta.db_table} p ON p.id = d.endpoint_id
      WHERE p.enabled AND d.state = 'pending'),
     (SELECT count(*) FROM {Endpoint._meta.db_table} WHERE NOT enabled)
@@ -61,7 +63,7 @@ class TablesCollector(Collector):
             cursor.execute(_BACKLOG_SQL, now)
             (backlog,) = cursor.fetchone()
             cursor.execute(_WEBHOOKS_SQL)
-            pending, disabled = cursor.fetchone()
+            undispatched, pending, disabled = cursor.fetchone()
         lag = GaugeMetricFamily(
             "lftrack_rollup_lag_seconds",
             "Seconds since the roll-up last caught up with a source table while rows of it wait (0: none wait; "
@@ -76,9 +78,14 @@ class TablesCollector(Collector):
             "Age of the oldest campaign email due and not yet sent (0 when none is due).",
             value=max(0.0, float(backlog or 0)),
         )
-        yield GaugeMetricFamily(
-            "lftrack_webhook_queue_depth", "Webhook deliveries pending to enabled endpoints.", value=pending
+        queue = GaugeMetricFamily(
+            "lftrack_webhook_queue_depth",
+            "Webhook work waiting: events not yet dispatched to their endpoints, and deliveries pending to enabled ones.",
+            labels=["stage"],
         )
+        queue.add_metric(["undispatched"], undispatched)
+        queue.add_metric(["pending"], pending)
+        yield queue
         yield GaugeMetricFamily(
             "lftrack_webhook_endpoints_disabled",
             "Webhook endpoints disabled now (until an owner re-enables them).",
