@@ -44,3 +44,17 @@ def test_every_series_the_rules_name_is_served(client, settings):
     }
     named = set(re.findall(r"\blftrack_[a-z_]+\b", RULES.read_text()))
     assert named and named - served == set()
+
+
+def test_the_scrape_job_docs_metrics_shows_is_a_valid_prometheus_configuration(tmp_path):
+    """docs/metrics.md's prometheus.yml, with its token file and rules file where this checkout has them."""
+    page = (ROOT / "docs" / "metrics.md").read_text()
+    config = re.search(r"```yaml\n(scrape_configs:.*?)```", page, re.S)[1]
+    token = tmp_path / "token"
+    token.write_text("t" * 40)
+    config = config.replace("/etc/prometheus/lftrack-metrics-token", str(token))
+    config = config.replace("/etc/prometheus/lftrack-rules.yml", str(RULES))
+    (tmp_path / "prometheus.yml").write_text(config)
+    checked = promtool("check", "config", str(tmp_path / "prometheus.yml"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 10 rules found" in checked.stdout

@@ -2,7 +2,9 @@
 answered by either worker counts the requests of both, and of a worker that has died since."""
 
 import os
+import re
 import signal
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -75,6 +77,25 @@ def test_a_scrape_counts_every_worker_even_one_that_died(tmp_path):
     assert moved(first, after, "lftrack_clicks_total", outcome="recorded") == sent
     assert moved(first, after, "lftrack_request_duration_seconds_count", route="follow-link", status="302") == sent
     assert moved(first, after, "lftrack_batch_size_sum") == sent
+
+
+def test_the_scrape_docs_metrics_shows_answers_the_text_format(tmp_path):
+    """docs/metrics.md, "The endpoint": its curl line, against gunicorn started with the token it makes."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    curl = re.search(r"^    (curl .*/metrics)$", page, re.M)[1]
+    env = {"WEB_CONCURRENCY": "2", "METRICS_TOKEN": TOKEN, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    with running_gunicorn(database=database_url(), **env) as (base, _):
+        command = curl.replace("curl ", "curl -sf ").replace("http://10.0.0.5:8000", base)
+        result = subprocess.run(
+            ["bash", "-c", command],
+            env={**os.environ, "METRICS_TOKEN": TOKEN},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "# TYPE lftrack_rollup_lag_seconds gauge" in result.stdout
+    assert "lftrack_request_duration_seconds_count{route=\"healthz\",status=\"200\"}" in result.stdout
 
 
 def test_without_the_token_a_worker_refuses_the_scrape(tmp_path):
