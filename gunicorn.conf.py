@@ -61,9 +61,11 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
 
 
 def on_starting(server):
-    """A previous run's counts go: prometheus-client's files are per process id, and ids come round again."""
-    for path in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
-        path.unlink(missing_ok=True)
+    """A previous run's counts go from a directory of our own. One the operator set is shared with the sender
+    and the worker, whose open files must stay: it is cleared at boot (docs/metrics.md, "Under gunicorn")."""
+    if os.environ.get("LFTRACK_METRICS_DIR_OWNED") == "1":
+        for path in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+            path.unlink(missing_ok=True)
 
 
 def child_exit(server, worker):

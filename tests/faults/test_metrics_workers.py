@@ -95,7 +95,7 @@ def test_the_scrape_docs_metrics_shows_answers_the_text_format(tmp_path):
         )
     assert result.returncode == 0, result.stderr
     assert "# TYPE lftrack_rollup_lag_seconds gauge" in result.stdout
-    assert "lftrack_request_duration_seconds_count{route=\"healthz\",status=\"200\"}" in result.stdout
+    assert 'lftrack_request_duration_seconds_count{route="healthz",status="200"}' in result.stdout
 
 
 def test_without_the_token_a_worker_refuses_the_scrape(tmp_path):
