@@ -1,8 +1,9 @@
 """The gauges read from the tables at each scrape: roll-up lag, the sender's backlog, the webhook queue."""
 
+import logging
 import math
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -13,6 +14,7 @@ from rollups.models import Watermark
 from rollups.services import ROLLED_UP
 from webhooks.models import Delivery, Endpoint, Event
 
+logger = logging.getLogger("lftrack.metrics")
 _ENROLLMENT = Enrollment._meta.db_table
 _SCHEDULED = "e.state = 'active' AND e.next_send_at IS NOT NULL"
 
@@ -57,13 +59,19 @@ class TablesCollector(Collector):
 
     def collect(self):
         now = {"now": timezone.now()}  # the clock the sender and the roll-up stamp their rows with
-        with connection.cursor() as cursor:
-            cursor.execute(_ROLLUP_LAG_SQL, now)
-            lags = cursor.fetchall()
-            cursor.execute(_BACKLOG_SQL, now)
-            (backlog,) = cursor.fetchone()
-            cursor.execute(_WEBHOOKS_SQL)
-            undispatched, pending, disabled = cursor.fetchone()
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(_ROLLUP_LAG_SQL, now)
+                lags = cursor.fetchall()
+                cursor.execute(_BACKLOG_SQL, now)
+                (backlog,) = cursor.fetchone()
+                cursor.execute(_WEBHOOKS_SQL)
+                undispatched, pending, disabled = cursor.fetchone()
+        except DatabaseError as exc:
+            # During an outage the scrape still carries the counters, the database errors among them; the
+            # gauges are missing, which an alert on them reads as "no data".
+            logger.warning("metrics gauges not read: database unavailable (%s)", type(exc).__name__)
+            return
         lag = GaugeMetricFamily(
             "lftrack_rollup_lag_seconds",
             "Seconds since the roll-up last caught up with a source table while rows of it wait (0: none wait; "

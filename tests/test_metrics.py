@@ -15,6 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 import conversions.api
 import lftrack.settings
+import rollups.metrics
 from clicks import views as click_views
 from conversions.models import ConversionEvent
 from lftrack import ratelimit
@@ -331,3 +332,15 @@ def test_a_short_metrics_token_stops_the_start(monkeypatch, token):
     monkeypatch.setenv("METRICS_TOKEN", token)
     with pytest.raises(ImproperlyConfigured, match="METRICS_TOKEN must be at least 32 characters"):
         runpy.run_path(lftrack.settings.__file__)
+
+
+def test_during_an_outage_the_scrape_still_carries_the_counters(client, monkeypatch):
+    class Unreachable:
+        def cursor(self):
+            raise OperationalError("connection refused")
+
+    monkeypatch.setattr(rollups.metrics, "connection", Unreachable())
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "lftrack_request_duration_seconds" in text and "lftrack_sender_backlog_seconds" not in text
