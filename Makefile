@@ -61,17 +61,18 @@ test-fast: $(TEST_STAMP)
 	$(DB) --redis $(PY) -m pytest -q -x --reuse-db -m "not browser and not fault" $(ARGS)
 
 # The browser tests drive Debian's Chromium, the fault tests run nginx, the Redis tests a redis-server, the
-# process definitions' test systemd-analyze (from the systemd package, which runs nothing when installed):
+# process definitions' test systemd-analyze (from the systemd package, which runs nothing when installed), the
+# alert rules' test promtool (Debian's prometheus package; that test fails without it, it never skips):
 # installed when missing, where apt-get can (as root); elsewhere those tests skip, saying what they need.
 # Redis from Debian rather than a wheel: the wheels that ship redis-server binaries are unmaintained
 # (Redis 6, none for Python 3.12 or 3.13), Debian's gets security updates.
-SYSDEPS := chromium chromedriver nginx redis-server systemd-analyze
+SYSDEPS := chromium chromedriver nginx redis-server systemd-analyze promtool
 sysdeps:
 	@missing=$$(for c in $(SYSDEPS); do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  echo "make: installing chromium, chromium-driver, nginx, redis-server and systemd (missing: $$missing)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx redis-server systemd >/dev/null; \
-	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser, front-proxy, Redis or systemd unit tests will skip"; fi
+	  echo "make: installing chromium, chromium-driver, nginx, redis-server, systemd and prometheus (missing: $$missing)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver nginx redis-server systemd prometheus >/dev/null; \
+	elif [ -n "$$missing" ]; then echo "make: $$missing not installed: the browser, front-proxy, Redis or systemd unit tests will skip, the alert rules' test fail"; fi
 
 # Rewrites docs/openapi.json from the code; tests/test_openapi.py fails until it is refreshed and committed.
 openapi: $(TEST_STAMP)

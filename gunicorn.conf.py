@@ -2,6 +2,8 @@
 
 import multiprocessing
 import os
+import shutil
+import tempfile
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # One process per core (Python runs one thread at a time per process) with a few threads each, so a
@@ -48,3 +50,26 @@ logconfig_dict = {
 }
 # The client address is decided by TRUSTED_PROXY_COUNT in Django, not by gunicorn.
 forwarded_allow_ips = "127.0.0.1"
+
+# Metrics (docs/metrics.md, "Under gunicorn"): every worker counts into its own files in PROMETHEUS_MULTIPROC_DIR
+# and /metrics adds all of them up, so a scrape that reaches any one worker sees every worker's counts. Set
+# before the workers start (they inherit it). Unset, a fresh directory of this master's own, removed when it
+# stops; one the operator set is shared with the sender and the worker, and left as it is. A reload (HUP)
+# reads this file again in the same master and keeps its directory; a new master of a binary upgrade (USR2)
+# inherits the old one's variables and makes its own, which the old one's exit leaves alone.
+_owner = os.environ.get("LFTRACK_METRICS_DIR_OWNER")
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR") or (_owner and _owner != str(os.getpid())):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lftrack-metrics-")
+    os.environ["LFTRACK_METRICS_DIR_OWNER"] = str(os.getpid())
+
+
+def child_exit(server, worker):
+    """A dead worker's gauges stop counting as live (its counters and histograms keep adding up, as they must)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    if os.environ.get("LFTRACK_METRICS_DIR_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

@@ -54,6 +54,7 @@ from lftrack.db import sql_cursor
 from lftrack.errors import Unprocessable
 from lftrack.fairshare import in_turns, waiting_workspaces_sql
 from lftrack.logs import request_id_var
+from lftrack.metrics import EMAILS, labelled
 from workspaces.models import Workspace
 
 logger = logging.getLogger("lftrack.sender")
@@ -130,6 +131,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
                 _prepare(reservations)
                 delivery = deliver(reservations, _message, mailer, handing_over=_handing_over)
                 _record(delivery, now=timezone.now())
+                labelled(EMAILS, "bounced").inc(len(delivery.bounced))
                 result.sent += len(delivery.accepted)
                 result.failed += len(delivery.failed) + len(delivery.bounced)
                 result.deferred += len(delivery.retry) + len(delivery.released)
@@ -141,6 +143,8 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
                 break
     finally:
         mailer.close()
+        for outcome in ("sent", "deferred", "skipped", "failed", "test"):
+            labelled(EMAILS, outcome).inc(getattr(result, outcome))
         logger.log(
             logging.DEBUG if result.idle and not result.smtp_error else logging.INFO,
             "send pass",

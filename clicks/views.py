@@ -13,6 +13,7 @@ from clicks.bots import is_bot
 from clicks.recipients import RECIPIENT_PARAM, click_recipient_record, recipient_verify
 from clicks.services import click_follow, destination_with_click_id, link_destination
 from lftrack.batching import Abandoned
+from lftrack.metrics import BACKEND_ERRORS, CLICKS, labelled
 from lftrack.ratelimit import client_key
 
 logger = logging.getLogger("lftrack.redirect")
@@ -52,6 +53,8 @@ def follow_link(request: HttpRequest, key: str) -> HttpResponse:
         if destination is None:
             raise  # 503 service unavailable (lftrack/errors.py)
         logger.warning("redirect without a click: database unavailable (%s)", type(exc.__cause__ or exc).__name__)
+        labelled(CLICKS, "outage").inc()
+        labelled(BACKEND_ERRORS, "database").inc()
         return _redirect(_uri(destination))
 
 
@@ -80,6 +83,7 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     if click_id is not None and token and (send_id := recipient_verify(key=key, token=token)) is not None:
         click_recipient_record(click_id=click_id, send_id=send_id)
     # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
+    labelled(CLICKS, "limited" if click_id is None else "recorded").inc()
     location = _uri(destination)
     return _redirect(location if click_id is None else destination_with_click_id(location, click_id))
 

@@ -21,7 +21,7 @@ from conversions.services import (
     request_digest,
 )
 from lftrack.currencies import MONEY_MAX, currency_code
-from lftrack.errors import Unprocessable
+from lftrack.errors import ServiceError, Unprocessable
 from lftrack.fields import (
     JSONObjectField,
     StrictCharField,
@@ -33,6 +33,7 @@ from lftrack.fields import (
     iso_utc,
     optional,
 )
+from lftrack.metrics import CONVERSIONS, labelled
 from lftrack.openapi import PagedAutoSchema
 from lftrack.pagination import page_out, page_position, query_int, query_time
 from lftrack.parsers import parse, request_json
@@ -240,12 +241,17 @@ class ConversionViewSet(viewsets.ViewSet):
                 return Answer(status=200, body=conversion_out(recorded.sale, recorded.sale.click_key), replayed=True)
             return Answer(status=201, body=conversion_out(conversion, data["click_id"]))
 
-        answer = idempotent_answer(
-            workspace=workspace,
-            key=key,
-            digest=request_digest(request.data) if key else "",
-            answer=record,
-            test=request.auth.is_test,
-        )
+        try:
+            answer = idempotent_answer(
+                workspace=workspace,
+                key=key,
+                digest=request_digest(request.data) if key else "",
+                answer=record,
+                test=request.auth.is_test,
+            )
+        except ServiceError:
+            labelled(CONVERSIONS, "api", data["event"], "refused").inc()
+            raise
+        labelled(CONVERSIONS, "api", data["event"], "replayed" if answer.replayed else "recorded").inc()
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.body, status=answer.status, headers=headers)

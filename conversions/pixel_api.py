@@ -12,8 +12,9 @@ from conversions import pixel_openapi
 from conversions.models import ConversionEvent
 from conversions.pixel_openapi import PREFLIGHT_HEADERS
 from conversions.services import pixel_lead_record
-from lftrack.errors import Forbidden
+from lftrack.errors import Forbidden, ServiceError
 from lftrack.fields import StrictCharField, StrictChoiceField, StrictEmailField, iso_utc
+from lftrack.metrics import CONVERSIONS, labelled
 from lftrack.parsers import JSONObjectParser, PlainTextJSONParser, parse, request_json
 from lftrack.ratelimit import Limit, ip_key, limits_enforce
 from workspaces.auth import HasTrackingKey, TrackingKeyAuthentication
@@ -112,11 +113,16 @@ class BrowserConversionViewSet(viewsets.ViewSet):
     def create(self, request) -> Response:
         data = parse(BrowserConversionInput, request_json(request))
         customer = data.get("customer")
-        conversion, stored = pixel_lead_record(
-            workspace=self.workspace,
-            click_id=data["click_id"],
-            customer=None if customer is None else {"email": customer["email"], "name": customer.get("name") or ""},
-        )
+        try:
+            conversion, stored = pixel_lead_record(
+                workspace=self.workspace,
+                click_id=data["click_id"],
+                customer=None if customer is None else {"email": customer["email"], "name": customer.get("name") or ""},
+            )
+        except ServiceError:
+            labelled(CONVERSIONS, "pixel", "lead", "refused").inc()
+            raise
+        labelled(CONVERSIONS, "pixel", "lead", "recorded" if stored else "replayed").inc()
         return Response(browser_conversion_out(conversion, data["click_id"]), status=201 if stored else 200)
 
     def options(self, request, *args, **kwargs) -> HttpResponse:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from lftrack.metrics import BATCH_SIZE
+
 Item = TypeVar("Item")
 
 
@@ -78,6 +80,7 @@ class Batcher(Generic[Item]):
         with self._lock:
             batch = [own, *self._waiting[: self.max_batch - 1]]
             del self._waiting[: self.max_batch - 1]
+        BATCH_SIZE.observe(len(batch))
         try:
             results = self.write([ticket.item for ticket in batch])
             for ticket, result in zip(batch, results, strict=True):

@@ -19,6 +19,8 @@ import time
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from lftrack.metrics import DEADLINE_CUTS
+
 logger = logging.getLogger("lftrack.deadline")
 
 _CHECK_EVERY = 0.25  # seconds; a request is cut at most this late
@@ -67,6 +69,7 @@ def _cut(db) -> None:
             duplicate.shutdown(socket.SHUT_RDWR)
         except OSError:
             return
+    DEADLINE_CUTS.inc()
     logger.warning("database deadline passed: connection cut", extra={"deadline_seconds": settings.REQUEST_DEADLINE})
 
 

@@ -13,6 +13,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from lftrack.batching import Abandoned
+from lftrack.metrics import BACKEND_ERRORS, labelled
 
 logger = logging.getLogger("lftrack.errors")
 
@@ -81,7 +82,8 @@ def database_unavailable(exc: BaseException | None) -> TypeGuard[BaseException]:
 
 
 def log_unavailable(request: HttpRequest | None, exc: BaseException) -> None:
-    """One line per failure, no traceback: an outage is thousands of identical failures."""
+    """One line per failure, no traceback: an outage is thousands of identical failures; and a count."""
+    labelled(BACKEND_ERRORS, "database").inc()
     logger.warning(
         "database unavailable on %s %s (%s)",
         getattr(request, "method", "?"),

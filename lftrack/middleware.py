@@ -11,7 +11,7 @@ from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from lftrack.errors import json_error
-from lftrack.views import healthz, readyz
+from lftrack.views import healthz, metrics, readyz
 
 # A refused body is read and dropped up to this much, so the client's next request on the same
 # keep-alive connection is read from where it starts (gunicorn itself drains only 64 KiB, then closes
@@ -110,11 +110,11 @@ def _nul_in_headers(request: HttpRequest) -> bool:
 
 
 class ProbeMiddleware:
-    """/healthz and /readyz, answered before the host check (ALLOWED_HOSTS) and the https redirect
+    """/healthz, /readyz and /metrics, answered before the host check (ALLOWED_HOSTS) and the https redirect
     (SECURE_SSL_REDIRECT): a load balancer or an orchestrator probes a node by its address (`Host:
     10.0.0.5`) over plain http, and must learn whether the node works, not get a 400 or a 301."""
 
-    PROBES = {"/healthz": healthz, "/readyz": readyz}
+    PROBES = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics}
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -30,6 +30,7 @@ from rest_framework.response import Response
 
 from lftrack import errors
 from lftrack.errors import RateLimited
+from lftrack.metrics import BACKEND_ERRORS, RATE_LIMITED, labelled
 from lftrack.sharedcache import redis_command
 
 logger = logging.getLogger("lftrack.ratelimit")
@@ -120,6 +121,7 @@ class CircuitBreaker:
                 self._failures = 0
 
     def failed(self, error: Exception) -> None:
+        labelled(BACKEND_ERRORS, "redis").inc()
         with self._lock:
             self._failures += 1
             if self._failures < self.threshold:
@@ -156,10 +158,11 @@ def limits_enforce(request: HttpRequest, limits: tuple[Limit, ...]) -> tuple[int
     else:
         usages = [_cache_usage(_counter(limit, request, now), cache, now) for limit in limits]
     tightest = None
-    for usage in usages:
+    for limit, usage in zip(limits, usages, strict=False):
         if usage is None:
             continue
         if usage["should_limit"]:
+            labelled(RATE_LIMITED, limit.group).inc()
             raise RateLimited(retry_after=usage["time_left"], limit=usage["limit"])
         remaining = max(0, usage["limit"] - usage["count"])
         if tightest is None or remaining < tightest[1]:
@@ -215,7 +218,10 @@ def limit_exceeded(limit: Limit, values: list[str]) -> list[bool]:
         usages = _script_usages(counters, cache, now)
     else:
         usages = [_cache_usage(counter, cache, now) for counter in counters]
-    return [usage is not None and usage["should_limit"] for usage in (usages or [None] * len(values))]
+    over = [usage is not None and usage["should_limit"] for usage in (usages or [None] * len(values))]
+    if any(over):
+        labelled(RATE_LIMITED, limit.group).inc(sum(over))
+    return over
 
 
 def _cache_usage(counter: tuple[str, int, int, int], cache, now: int) -> dict | None:
@@ -274,8 +280,9 @@ def limits_reached(request: HttpRequest, limits: tuple[Limit, ...]) -> RateLimit
     except Exception as exc:  # redis.ConnectionError, timeouts: fail open
         breaker.failed(exc)
         return None
-    for key, count, _, window_end in counters:
+    for limit, (key, count, _, window_end) in zip(limits, counters, strict=True):
         if int(used.get(key) or 0) >= count:
+            labelled(RATE_LIMITED, limit.group).inc()
             return RateLimited(retry_after=window_end - now, limit=count)
     return None
 

@@ -97,6 +97,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "lftrack.metrics.RequestMetricsMiddleware",  # first: every answer counted and timed, the probes' too
     "lftrack.logs.RequestLogMiddleware",
     "lftrack.middleware.ProbeMiddleware",  # before SecurityMiddleware and CommonMiddleware: no host check, no redirect
     "lftrack.deadline.DeadlineMiddleware",
@@ -268,6 +269,8 @@ RATELIMIT_TEST_SENDS = env.str("RATELIMIT_TEST_SENDS", default="10/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
 # Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.
 RATELIMIT_BROWSER_KEY = env.str("RATELIMIT_BROWSER_KEY", default="6000/m")
+# Wrong or missing tokens at /metrics per client address (lftrack/views.py).
+RATELIMIT_METRICS_FAILURES_IP = env.str("RATELIMIT_METRICS_FAILURES_IP", default="30/m")
 for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them per request: check them now
     if (
         _name.startswith("RATELIMIT_")
@@ -279,6 +282,13 @@ for _name, _rate in list(globals().items()):  # lftrack/ratelimit.py reads them 
 # was revoked since (workspaces/tokens.py); 0 reads the database on every request. Without Redis
 # nothing is kept. A revocation that cannot reach Redis waits this long before it returns.
 TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 10)
+# The bearer token Prometheus scrapes /metrics with (docs/metrics.md); unset, /metrics is 404. At least 32
+# characters, so that guessing it through the failure limit above is hopeless.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured(
+        "METRICS_TOKEN must be at least 32 characters (python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+    )
 # How many proxies in front of us append to X-Forwarded-For; 0 means REMOTE_ADDR is the client.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
@@ -432,6 +442,7 @@ LOGGING = {
         "job_lines": {"()": "lftrack.logs.JobLines"},
     },
     "handlers": {
+        "job_failures": {"class": "lftrack.metrics.JobOutcomes"},
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
@@ -449,6 +460,6 @@ LOGGING = {
         # The task engine's worker: a line per job run (lftrack.logs.JobLines) and per failure. The rest of the
         # engine says a line per job queued, in every process that queues one: its warnings and errors only.
         "procrastinate": {"level": env.str("PROCRASTINATE_LOG_LEVEL", default="WARNING")},
-        "procrastinate.worker": {"level": LOG_LEVEL},
+        "procrastinate.worker": {"level": LOG_LEVEL, "handlers": ["job_failures"]},  # counted (docs/metrics.md)
     },
 }

@@ -1,5 +1,6 @@
-"""Pages that belong to no app: the home page, liveness and readiness for load balancers."""
+"""Pages that belong to no app: the home page, liveness and readiness for load balancers, metrics for Prometheus."""
 
+import hmac
 import logging
 import threading
 
@@ -10,7 +11,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_safe
 
-from lftrack.ratelimit import breaker
+from lftrack.errors import RateLimited, json_error
+from lftrack.metrics import exposition
+from lftrack.ratelimit import Limit, breaker, ip_key, limits_enforce, limits_reached
 from lftrack.version import VERSION
 
 logger = logging.getLogger("lftrack.health")
@@ -32,6 +35,29 @@ def healthz(request: HttpRequest) -> JsonResponse:
     says the new one). Nothing else is asked, so a dependency's outage never makes an orchestrator restart
     every node at once."""
     return JsonResponse({"status": "ok", "version": VERSION})
+
+
+# Wrong or missing tokens per address: a guesser is stopped long before a 32-character token could fall.
+METRICS_FAILURES_PER_IP = (Limit("metrics-failures-ip", ip_key, "RATELIMIT_METRICS_FAILURES_IP"),)
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus's scrape (docs/metrics.md): 404 while METRICS_TOKEN is unset; with it, 401 without
+    `Authorization: Bearer <METRICS_TOKEN>` (compared in constant time), 429 after too many wrong ones."""
+    token = settings.METRICS_TOKEN
+    if not token:
+        return json_error(404, "not found")
+    try:
+        if (limited := limits_reached(request, METRICS_FAILURES_PER_IP)) is not None:
+            raise limited
+        supplied = request.headers.get("Authorization", "").encode()
+        if not hmac.compare_digest(supplied, f"Bearer {token}".encode()):
+            limits_enforce(request, METRICS_FAILURES_PER_IP)  # raises RateLimited past the limit
+            return json_error(401, "invalid token", {"WWW-Authenticate": "Bearer"})
+    except RateLimited as limited:
+        return json_error(429, limited.message, limited.headers())
+    return HttpResponse(exposition(), content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 @require_GET

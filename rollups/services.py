@@ -117,6 +117,8 @@ def _units_sql(model: type[models.Model]) -> str:
     WHERE {_RANGE} GROUP BY 1"""
 
 
+# The tables rolled up, in the order numbers_roll_up takes them (the roll-up lag gauge reads each: rollups/metrics.py).
+ROLLED_UP = tuple(_UNITS)
 _ADD_SQL = {model: _add_sql(model, narrowed=False) for model in _UNITS}
 _ADD_NARROWED_SQL = {model: _add_sql(model, narrowed=True) for model in _UNITS}
 _UNITS_SQL = {model: _units_sql(model) for model in _UNITS}
@@ -221,7 +223,9 @@ def source_roll_up(*, model: type[models.Model], wait_seconds: float) -> int | N
         if model is CampaignNumberDelta:  # a log, not data: its rows are in the totals now
             with connection.cursor() as cursor:
                 cursor.execute(_LOG_TRIM_SQL, {"upto": top})
-        Watermark.objects.filter(pk=mark.pk).update(last_id=top, rolled_up_at=timezone.now())
+    # Stamped when nothing moved too: rolled_up_at is when the source was last caught up, which the roll-up
+    # lag gauge counts from (rollups/metrics.py).
+    Watermark.objects.filter(pk=mark.pk).update(last_id=max(top, mark.last_id), rolled_up_at=timezone.now())
     return max(top, mark.last_id)
 
 

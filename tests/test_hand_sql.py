@@ -25,6 +25,7 @@ import conversions.selectors
 import conversions.services
 import conversions.step_numbers
 import customers.services
+import rollups.metrics
 import rollups.selectors
 import rollups.services
 import webhooks.delivery
@@ -113,6 +114,9 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ("clicks.recipients", "_RECORD_SQL"): _constant(clicks.recipients, "_RECORD_SQL"),
     ("conversions.step_numbers", "_CLICKS_SQL"): _constant(conversions.step_numbers, "_CLICKS_SQL"),
     ("conversions.step_numbers", "_CONVERSIONS_SQL"): _constant(conversions.step_numbers, "_CONVERSIONS_SQL"),
+    ("rollups.metrics", "_ROLLUP_LAG_SQL"): _constant(rollups.metrics, "_ROLLUP_LAG_SQL"),
+    ("rollups.metrics", "_BACKLOG_SQL"): _constant(rollups.metrics, "_BACKLOG_SQL"),
+    ("rollups.metrics", "_WEBHOOKS_SQL"): _constant(rollups.metrics, "_WEBHOOKS_SQL"),
 }
 # Statements EXPLAIN cannot take (utility statements: they name no column), with why they are hand-written.
 NOT_EXPLAINED = {

@@ -29,6 +29,7 @@ from standardwebhooks import Webhook
 
 from lftrack.db import sql_cursor
 from lftrack.fields import iso_utc
+from lftrack.metrics import WEBHOOK_ATTEMPTS, WEBHOOK_DISABLINGS, labelled
 from webhooks import network
 from webhooks.models import Attempt, Delivery, Endpoint, Event
 from webhooks.outbox import deliveries_queue
@@ -182,6 +183,7 @@ def _attempt_log(
     retry_at = None
     if not ok and retryable and now + (delay := retry_delay(number)) <= delivery.queued_at + _window():
         retry_at = now + delay
+    labelled(WEBHOOK_ATTEMPTS, "delivered" if ok else "retry" if retry_at else "failed").inc()
     if not ok:
         # One line per failed attempt: ids, status and error only (never the URL, body or secret).
         logger.warning(
@@ -366,6 +368,7 @@ def _failure_count(endpoint_id: int, *, now: datetime, count: int = 1) -> None:
         enabled=False, disabled_at=now, disabled_reason=reason
     )
     if disabled:
+        WEBHOOK_DISABLINGS.inc()
         logger.warning("webhook endpoint disabled", extra={"endpoint_id": endpoint_id, "failures": failures})
         transaction.on_commit(lambda: owners_notify(endpoint_id), robust=True)
 
