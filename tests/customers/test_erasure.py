@@ -24,8 +24,8 @@ from rollups.services import numbers_roll_up
 from tests.conftest import assert_api_error
 from tests.factories import (
     CampaignEmailFactory,
-    ClickFactory,
     CampaignFactory,
+    ClickFactory,
     EndpointFactory,
     LinkFactory,
     PostFactory,
@@ -249,7 +249,7 @@ def test_export_holds_everything_known_and_needs_its_scope(api, acme, acme_token
     assert [s["reason"] for s in body["suppressions"]] == ["unsubscribed"]
     assert {r["id"] for r in body["payment_references"]} == {"cus_ADA", "sub_ADA"}
     assert {e["event_id"] for e in body["payment_events"]} == {"evt_1", "evt_2"}
-    assert [a["kind"] for a in body["activity"]][0] == "created"
+    assert body["activity"][0]["kind"] == "created"
     assert api.get(f"{CUSTOMERS}/ext_crm-ada/export", token=acme_token).json() == body
     # the scopes: export needs customers:read, erasure customers:write; a read token does neither
     reader = api_token_create(workspace=acme, name="reader", scopes=["read"]).secret
