@@ -2,7 +2,8 @@
 keep an erased contact's row empty whatever a request that read it before the erasure committed still writes.
 
 A request that matched the person just before the erasure holds their old row in memory: its UPDATE of that row
-(filling a blank name) is skipped, and an activity it logs for them is dropped. The activity trigger locks the
+(filling a blank name) is skipped, and an activity it logs for them keeps its kind and time only (dropping the row
+would break the ORM's INSERT ... RETURNING of the request, a 500). The activity trigger locks the
 contact's row FOR KEY SHARE, as the foreign key's check does, so it waits for an erasure in progress and then
 reads the erased row (docs/concurrency.md, "Erasure against a conversion")."""
 
@@ -19,7 +20,9 @@ CREATE TRIGGER customers_customer_erased_frozen BEFORE UPDATE ON customers_custo
 CREATE FUNCTION customers_activity_of_erased() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (SELECT erased_at FROM customers_customer WHERE id = NEW.customer_id FOR KEY SHARE) IS NOT NULL THEN
-        RETURN NULL;
+        NEW.external_id := '';
+        NEW.other_customer_id := NULL;
+        NEW.detail := '{}'::jsonb;
     END IF;
     RETURN NEW;
 END $$;
