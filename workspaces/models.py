@@ -78,9 +78,9 @@ class ApiToken(models.Model):
         LEADS_WRITE = "leads:write", "enroll campaign leads"
         EMAIL_EVENTS_WRITE = "email_events:write", "report bounces and complaints"
         READ = "read", "read back (the read API)"
+        WEBHOOKS = "webhooks", "manage webhook endpoints"
         CUSTOMERS_READ = "customers:read", "export everything known of a contact"
         CUSTOMERS_WRITE = "customers:write", "erase contacts"
-        WEBHOOKS = "webhooks", "manage webhook endpoints"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.shown})"
