@@ -20,9 +20,9 @@ from lftrack.currencies import MINOR_UNITS
 from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
-from workspaces.models import ApiToken, Invitation, Membership, Workspace
+from workspaces.models import RETENTION_MAX_DAYS, ApiToken, Invitation, Membership, Workspace
 from workspaces.origins import allowed_origins_parse
-from workspaces.services import membership_remove, membership_set, workspace_settings_update
+from workspaces.services import membership_remove, membership_set, workspace_retention_set, workspace_settings_update
 from workspaces.tokens import api_token_create, api_token_revoke
 
 
@@ -46,10 +46,19 @@ class SettingsForm(forms.ModelForm):
 
     class Meta:
         model = Workspace
-        fields = ["name", "allowed_origins", "currency"]
+        fields = ["name", "allowed_origins", "currency", "retention_days"]
+        labels = {"retention_days": "Keep clicks and conversions (days)"}
         help_texts = {
+            "retention_days": "Older ones are deleted; every number stays (the daily totals keep them). Empty: keep "
+            "forever. Their click ids then answer “unknown click_id”.",
             "allowed_origins": "Sites allowed to send leads with the pixel, one per line, e.g. https://shop.example.com",
         }
+
+    def clean_retention_days(self) -> int | None:
+        days = self.cleaned_data["retention_days"]
+        if days is not None and not 1 <= days <= RETENTION_MAX_DAYS:
+            raise forms.ValidationError(f"Between 1 and {RETENTION_MAX_DAYS} days, or empty to keep forever.")
+        return days
 
     def clean_allowed_origins(self) -> str:
         try:
@@ -83,6 +92,7 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         (None, {"fields": ["name", "slug", "created_at"]}),
         ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
         ("Money", {"fields": ["currency", "delete_test_data"]}),
+        ("Privacy", {"fields": ["retention_days"]}),
         ("Team and sending", {"fields": ["members", "daily_send_limit"]}),
     ]
 
@@ -155,6 +165,8 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             allowed_origins=form.cleaned_data["allowed_origins"],
             currency=form.cleaned_data["currency"] or None,
         )
+        if "retention_days" in form.changed_data:
+            workspace_retention_set(workspace=obj, days=form.cleaned_data["retention_days"])
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra_context = {"title": "Settings", **(extra_context or {})}

@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
 
+RETENTION_MAX_DAYS = 36500  # a hundred years: past it, "keep forever" (null) is meant
+
 
 def new_tracking_key() -> str:
     return "pk_" + secrets.token_urlsafe(18)
@@ -23,12 +25,20 @@ class Workspace(models.Model):
     daily_send_limit = models.PositiveIntegerField(null=True, blank=True)
     # ISO 4217: the currency of a sale that names none (lftrack/currencies.py).
     currency = models.CharField(max_length=3, default="USD", db_default="USD")
+    # Clicks and conversions older than this many days are purged, their numbers kept in the roll-ups
+    # (rollups/retention.py; docs/privacy.md, "Retention"); null keeps them forever.
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
                 condition=Q(currency__regex=r"^[A-Z]{3}$"), name="workspaces_workspace_currency_code"
+            ),
+            models.CheckConstraint(
+                condition=Q(retention_days__isnull=True)
+                | Q(retention_days__gte=1, retention_days__lte=RETENTION_MAX_DAYS),
+                name="workspaces_workspace_retention_bounded",
             ),
         ]
 

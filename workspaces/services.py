@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 
 from lftrack.currencies import currency_code
 from lftrack.errors import NotFound, Unprocessable
-from workspaces.models import Membership, Workspace
+from workspaces.models import RETENTION_MAX_DAYS, Membership, Workspace
 from workspaces.origins import allowed_origins_parse
 from workspaces.selectors import workspace_by_slug
 from workspaces.tokens import workspace_changed
@@ -82,6 +82,16 @@ def workspace_settings_update(
         workspace.currency = code
     workspace.save(update_fields=["name", "allowed_origins", "currency"])
     transaction.on_commit(workspace_changed)  # the processes' token copies carry the workspace's row
+    return workspace
+
+
+def workspace_retention_set(*, workspace: Workspace, days: int | None) -> Workspace:
+    """How many days the workspace keeps its clicks and conversions (None: forever); older ones are purged by the
+    worker, their numbers kept in the roll-ups (docs/privacy.md, "Retention")."""
+    if days is not None and not 1 <= days <= RETENTION_MAX_DAYS:
+        raise Unprocessable(f"retention must be 1 to {RETENTION_MAX_DAYS} days, or forever")
+    workspace.retention_days = days
+    workspace.save(update_fields=["retention_days"])
     return workspace
 
 
