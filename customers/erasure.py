@@ -102,10 +102,12 @@ def _activities_erase(customer: Customer) -> None:
 def _events_erase(customer: Customer) -> None:
     """The webhook events about them keep their type and object id; their bodies (the objects as the read API
     showed them) and details go. A delivery still owed sends what is left."""
-    for event in Event.objects.filter(workspace_id=customer.workspace_id, customer_id=customer.pk).only(
-        "pk", "subject_id"
-    ):
-        Event.objects.filter(pk=event.pk).update(data={"id": event.subject_id, "erased": True}, detail={})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Event._meta.db_table} SET data = jsonb_build_object('id', subject_id, 'erased', true),"
+            " detail = '{}'::jsonb WHERE workspace_id = %s AND customer_id = %s",
+            [customer.workspace_id, customer.pk],
+        )
 
 
 def erased_customer_object(event: Event) -> dict:
