@@ -112,7 +112,7 @@ def _events_erase(customer: Customer) -> None:
 
 def erased_customer_object(event: Event) -> dict:
     """The body of `customer.erased`: the id only (webhooks/payloads.py)."""
-    return {"id": event.subject_id, "erased": True}
+    return {"id": event.subject_id}
 
 
 def customer_export(*, customer: Customer) -> dict:
