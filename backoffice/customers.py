@@ -1,12 +1,14 @@
 """Contacts: search, filters, everything known about a person, and adding one by hand (channel "manual")."""
 
+import contextlib
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
 from django.db.models.functions import Lower
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
@@ -21,6 +23,7 @@ from backoffice.imports import ContactImportMixin
 from backoffice.scoping import MEMBERS, OWNERS, scope
 from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
+from customers.erasure import customer_erase, customer_export
 from customers.models import Customer
 from customers.services import customer_match
 from lftrack.db import as_id
@@ -100,6 +103,8 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         "suppression",
     ]
     suppress_roles = OWNERS
+    # Erasing or exporting a person (GDPR articles 17, 15): owners only (docs/privacy.md).
+    erase_roles = OWNERS
     actions = ["enroll_contacts", "suppress_contacts"]
     export_name = "contacts"
     export_columns = [
@@ -157,7 +162,41 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
 
     def get_urls(self):
         enroll = path("enroll/", self.admin_site.admin_view(self.enroll_view), name="customers_customer_enroll")
-        return [enroll, *super().get_urls()]
+        erase = path(
+            "<path:object_id>/erase/", self.admin_site.admin_view(self.erase_view), name="customers_customer_erase"
+        )
+        export = path(
+            "<path:object_id>/export/", self.admin_site.admin_view(self.export_view), name="customers_customer_export"
+        )
+        return [enroll, erase, export, *super().get_urls()]
+
+    def erase_view(self, request, object_id):
+        """Owners: a confirmation, then `customer_erase` (docs/privacy.md, "Erasing a person"); editors get 403."""
+        contact = self.get_object(request, unquote(object_id))
+        if contact is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.allowed(request, self.erase_roles, contact):
+            raise PermissionDenied
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            # Erased meanwhile (another owner, the API): the same outcome.
+            with contextlib.suppress(ServiceError):
+                customer_erase(customer=contact)
+            self.message_user(request, f"Erased contact #{contact.pk}.", messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:customers_customer_changelist"))
+        return self.render_screen(
+            request, "admin/customers/customer/erase.html", {"contact": contact}, title="Erase this person"
+        )
+
+    def export_view(self, request, object_id):
+        """Owners: everything known of the person, as the API's export, downloaded as a JSON file."""
+        contact = self.get_object(request, unquote(object_id))
+        if contact is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.allowed(request, self.erase_roles, contact):
+            raise PermissionDenied
+        response = JsonResponse(customer_export(customer=contact), json_dumps_params={"indent": 2})
+        response["Content-Disposition"] = f'attachment; filename="contact-{contact.pk}.json"'
+        return response
 
     def has_suppress_permission(self, request, obj=None) -> bool:
         return self.allowed(request, self.suppress_roles, obj)
@@ -182,7 +221,8 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         self.message_user(request, f"Suppressed {suppressed} contact(s).", messages.SUCCESS)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(suppressed=suppression_of())
+        # An erased contact's emptied row is nobody (customers/erasure.py).
+        return super().get_queryset(request).filter(erased_at__isnull=True).annotate(suppressed=suppression_of())
 
     @admin.display(description="email", ordering="email")
     def contact(self, obj: Customer) -> str:
@@ -231,5 +271,9 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         obj = self.get_object(request, unquote(object_id))
         if obj is not None:
-            extra_context = {**contact_sections(obj), **(extra_context or {})}
+            extra_context = {
+                **contact_sections(obj),
+                "may_erase": self.allowed(request, self.erase_roles, obj),
+                **(extra_context or {}),
+            }
         return super().change_view(request, object_id, form_url, extra_context)

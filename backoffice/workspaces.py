@@ -21,13 +21,14 @@ from lftrack.currencies import MINOR_UNITS
 from lftrack.db import as_id
 from lftrack.errors import ServiceError
 from workspaces.invitations import invitation_cancel, invitation_create
-from workspaces.models import ApiToken, Invitation, Membership, Workspace
+from workspaces.models import RETENTION_MAX_DAYS, ApiToken, Invitation, Membership, Workspace
 from workspaces.origins import allowed_origins_parse
 from workspaces.services import (
     email_layout_clean,
     membership_remove,
     membership_set,
     workspace_email_layout_set,
+    workspace_retention_set,
     workspace_settings_update,
 )
 from workspaces.tokens import api_token_create, api_token_revoke
@@ -79,9 +80,12 @@ class SettingsForm(forms.ModelForm):
             "email_brand_color",
             "postal_address",
             "link_fallback_url",
+            "retention_days",
         ]
-        labels = {"email_logo_url": "logo URL"}
+        labels = {"email_logo_url": "logo URL", "retention_days": "Keep clicks and conversions (days)"}
         help_texts = {
+            "retention_days": "Older ones are deleted; every number stays (the daily totals keep them). Empty: keep "
+            "forever. Their click ids then answer “unknown click_id”.",
             "allowed_origins": "Sites allowed to send leads with the pixel, one per line, e.g. https://shop.example.com",
             "email_logo_url": "An https address of your logo, shown 40 px high at the top of HTML emails.",
             "postal_address": "Printed in every email's footer, as CAN-SPAM requires.",
@@ -102,6 +106,12 @@ class SettingsForm(forms.ModelForm):
         except ServiceError as exc:
             raise forms.ValidationError(exc.message) from None
         return data
+
+    def clean_retention_days(self) -> int | None:
+        days = self.cleaned_data["retention_days"]
+        if days is not None and not 1 <= days <= RETENTION_MAX_DAYS:
+            raise forms.ValidationError(f"Between 1 and {RETENTION_MAX_DAYS} days, or empty to keep forever.")
+        return days
 
     def clean_allowed_origins(self) -> str:
         try:
@@ -136,6 +146,7 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
         ("Connect your site", {"fields": ["tracking_key", "snippet", "allowed_origins", "manage_tokens"]}),
         ("Money", {"fields": ["currency", "delete_test_data"]}),
         ("Links", {"fields": ["link_fallback_url"]}),
+        ("Privacy", {"fields": ["retention_days"]}),
         ("Team and sending", {"fields": ["members", "daily_send_limit"]}),
         ("Email layout", {"fields": ["email_logo_url", "email_brand_color", "postal_address"]}),
     ]
@@ -216,6 +227,8 @@ class WorkspaceAdmin(WorkspaceScopedAdmin):
             brand_color=form.cleaned_data["email_brand_color"],
             postal_address=form.cleaned_data["postal_address"],
         )
+        if "retention_days" in form.changed_data:
+            workspace_retention_set(workspace=obj, days=form.cleaned_data["retention_days"])
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra_context = {"title": "Settings", **(extra_context or {})}

@@ -16,4 +16,8 @@ class CampaignsConfig(AppConfig):
                 "campaign": "campaigns.webhook_payloads.campaign_object",
             }
         )
+        from customers.erasure import erasure_parts_register
+
+        # Its part of a person, erased and exported with them (customers/erasure.py).
+        erasure_parts_register({"campaigns": (30, "campaigns.erasure.person_erase", "campaigns.erasure.person_export")})
         from campaigns import checks  # noqa: F401  (registers the deploy check)

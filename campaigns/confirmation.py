@@ -20,6 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.digests import suppression_keys
 from campaigns.mail import message_id_new
 from campaigns.models import CampaignLead, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at
@@ -160,7 +161,11 @@ def _sort(due: list[Enrollment], *, now: datetime) -> tuple[list[Enrollment], li
         if (
             not email
             or (workspace_id, email) in mailed
-            or Suppression.objects.filter(workspace_id=workspace_id, email=email, is_test=False).exists()
+            or Suppression.objects.filter(
+                workspace_id=workspace_id,
+                email__in=suppression_keys(workspace_id=workspace_id, email=email),
+                is_test=False,
+            ).exists()
             or recent.alias(email_lower=Lower("customer__email")).filter(email_lower=email).exists()
         ):
             dropped.append(enrollment)
@@ -184,9 +189,11 @@ def enrollment_confirm(*, enrollment_id: int) -> Enrollment | None:
         return enrollment
     customer = enrollment.customer
     # The pixel has no test mode: its contacts and their suppressions are live ones.
-    if Suppression.objects.filter(
-        workspace_id=enrollment.workspace_id, email=customer.email.lower(), is_test=False
-    ).exists():
+    keys = suppression_keys(workspace_id=enrollment.workspace_id, email=customer.email)
+    if (
+        not keys
+        or Suppression.objects.filter(workspace_id=enrollment.workspace_id, email__in=keys, is_test=False).exists()
+    ):
         return None
     now = timezone.now()
     enrollment.state = State.ACTIVE

@@ -205,9 +205,12 @@ class Suppression(models.Model):
         UNSUBSCRIBED = "unsubscribed"
         BOUNCED = "bounced"
         COMPLAINED = "complained"
+        # The person was erased: `email` holds the address's digest, never the address (campaigns/erasure.py).
+        ERASED = "erased"
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="suppressions")
-    email = models.CharField(max_length=254)  # stored lower-cased: suppression is per lower(email)
+    # Stored lower-cased: suppression is per lower(email). An erased person's is `sha256:<hex>` of it instead.
+    email = models.CharField(max_length=254)
     reason = models.CharField(max_length=12, choices=Reason.choices)
     # Of the test identity space (customers.Customer.is_test): stops test contacts only, never a live one.
     is_test = models.BooleanField(default=False, db_default=False)
@@ -222,7 +225,7 @@ class Suppression(models.Model):
                 condition=Q(email=models.functions.Lower("email")), name="campaigns_suppression_email_lower"
             ),
             models.CheckConstraint(
-                condition=Q(reason__in=["unsubscribed", "bounced", "complained"]),
+                condition=Q(reason__in=["unsubscribed", "bounced", "complained", "erased"]),
                 name="campaigns_suppression_reason_valid",
             ),
         ]

@@ -3,6 +3,7 @@
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower
 
+from campaigns.digests import suppression_keys
 from campaigns.models import Campaign, EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from customers.models import Customer
@@ -51,19 +52,23 @@ def enrollment_by_email(*, campaign: Campaign, email: str) -> Enrollment | None:
 
 def suppression_by_email(*, workspace_id: int, email: str, test: bool = False) -> Suppression | None:
     """The workspace's suppression of this address (stored lower-cased), if any; with `test`, its test-mode one."""
-    if not email:
+    keys = suppression_keys(workspace_id=workspace_id, email=email)
+    if not keys:
         return None
-    return Suppression.objects.filter(workspace_id=workspace_id, email=email.lower(), is_test=test).first()
+    return Suppression.objects.filter(workspace_id=workspace_id, email__in=keys, is_test=test).order_by("pk").first()
 
 
 def suppressions_by_email(*, workspace_id: int, emails: list[str], test: bool = False) -> dict[str, Suppression]:
     """The workspace's suppressions of these addresses, by lower-cased address (one query); with `test`, the
     test-mode ones."""
-    wanted = {email.lower() for email in emails if email}
+    # Each address and its digest, under which an erased person's stays suppressed (docs/privacy.md).
+    wanted = {
+        key: email.lower() for email in emails for key in suppression_keys(workspace_id=workspace_id, email=email)
+    }
     if not wanted:
         return {}
-    rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=wanted, is_test=test)
-    return {s.email: s for s in rows}
+    rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=wanted, is_test=test).order_by("-pk")
+    return {wanted[s.email]: s for s in rows}
 
 
 def enrollments_page(

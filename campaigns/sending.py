@@ -42,6 +42,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from campaigns.confirmation import confirmations_send
+from campaigns.digests import suppression_keys
 from campaigns.html import html_placeholders_fill
 from campaigns.mail import message_id_new, step_message
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
@@ -336,14 +337,17 @@ def _suppressed(enrollments: list[Enrollment]) -> set[tuple[int, str, bool]]:
     Read under the claim's locks: a suppression committed before is seen; one committing later
     stops the enrollment after this batch (suppression_add's UPDATE waits for the row lock).
     """
-    by_workspace: dict[int, set[str]] = defaultdict(set)
+    # An erased person's address is on the list as its digest only (docs/privacy.md, "The suppression digest"):
+    # each key looked up maps back to the address it stands for.
+    by_workspace: dict[int, dict[str, str]] = defaultdict(dict)
     for enrollment in enrollments:
         if enrollment.email_lower:
-            by_workspace[enrollment.workspace_id].add(enrollment.email_lower)
+            for key in suppression_keys(workspace_id=enrollment.workspace_id, email=enrollment.email_lower):
+                by_workspace[enrollment.workspace_id][key] = enrollment.email_lower
     found: set[tuple[int, str, bool]] = set()
-    for workspace_id, emails in by_workspace.items():
-        rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=emails).values_list("email", "is_test")
-        found.update((workspace_id, email, is_test) for email, is_test in rows)
+    for workspace_id, keys in by_workspace.items():
+        rows = Suppression.objects.filter(workspace_id=workspace_id, email__in=keys).values_list("email", "is_test")
+        found.update((workspace_id, keys[email], is_test) for email, is_test in rows)
     return found
 
 

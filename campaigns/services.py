@@ -15,6 +15,7 @@ from django.db.models import Exists, Max, OuterRef, Value
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from campaigns.digests import suppression_keys
 from campaigns.models import Campaign, CampaignEmail, CampaignLead, CampaignPost, Enrollment, Suppression
 from campaigns.schedule import enrollment_next_send_at, next_send_at_expression
 from campaigns.steps import step_content
@@ -447,11 +448,10 @@ def _resume(enrollment: Enrollment) -> Enrollment:
 
 
 def _is_suppressed(*, workspace_id: int, email: str, test: bool) -> bool:
-    # Suppression.email is stored lower-cased by the database, so the unique index serves this.
-    return (
-        bool(email)
-        and Suppression.objects.filter(workspace_id=workspace_id, email=Lower(Value(email)), is_test=test).exists()
-    )
+    # Suppression.email is stored lower-cased by the database, so the unique index serves this; an erased
+    # person's address is there as its digest only (docs/privacy.md, "The suppression digest").
+    keys = suppression_keys(workspace_id=workspace_id, email=email)
+    return bool(keys) and Suppression.objects.filter(workspace_id=workspace_id, email__in=keys, is_test=test).exists()
 
 
 @transaction.atomic

@@ -18,3 +18,10 @@ class ConversionsConfig(AppConfig):
                 "suppression": "conversions.webhook_payloads.suppression_object",
             }
         )
+
+        from customers.erasure import erasure_parts_register
+
+        # Its part of a person, erased and exported with them (customers/erasure.py).
+        erasure_parts_register(
+            {"conversions": (20, "conversions.erasure.person_erase", "conversions.erasure.person_export")}
+        )

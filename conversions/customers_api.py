@@ -1,5 +1,6 @@
-"""GET /api/v1/customers, /customers/{id} and /customers/{id}/activity (docs/api.md): the workspace's contacts as an
-integrator reads them back, with their totals and suppression. Here, not in `customers`, because the
+"""GET /api/v1/customers, /customers/{id}, /customers/{id}/activity and /customers/{id}/export, DELETE
+/customers/{id} (docs/api.md): the workspace's contacts as an integrator reads them back, with their totals and
+suppression, exports and erases them (docs/privacy.md). Here, not in `customers`, because the
 totals are conversions' and suppression is campaigns' (the apps import one way: docs/architecture.md, "The layers")."""
 
 from django.db.models import Q
@@ -14,13 +15,17 @@ from conversions import customers_openapi
 from conversions.customers_openapi import SEARCH_MAX
 from conversions.models import ConversionEvent, Refund
 from conversions.selectors import customer_totals
+from customers.erasure import customer_erase, customer_export
 from customers.models import Customer, CustomerActivity
 from customers.selectors import customer_by_reference, customers_page
 from lftrack.errors import NotFound, Unprocessable
 from lftrack.fields import iso_utc, optional
 from lftrack.openapi import PagedAutoSchema
 from lftrack.pagination import cursor_encode, page_out, page_position
-from lftrack.ratelimit import READ_LIMITS, rate_limit
+from lftrack.ratelimit import READ_LIMITS, Limit, rate_limit, token_key
+
+# Erasures per token; per address, they count with the reads.
+ERASURE_LIMITS = (Limit("erasures-token", token_key, "RATELIMIT_ERASURES_TOKEN"), READ_LIMITS[1])
 
 
 def customers_out(customers: list[Customer], workspace_id: int, *, test: bool = False) -> dict[int, dict]:
@@ -119,7 +124,14 @@ def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) ->
 
 
 class CustomerViewSet(viewsets.ViewSet):
-    required_scopes = {"list": "read", "retrieve": "read", "activity": "read"}  # workspaces/auth.py
+    # workspaces/auth.py
+    required_scopes = {
+        "list": "read",
+        "retrieve": "read",
+        "activity": "read",
+        "export": "customers:read",
+        "destroy": "customers:write",
+    }
     schema = PagedAutoSchema()
     lookup_value_regex = "[^/]+"  # our id, or ext_ and the integrator's own, which may hold dots
 
@@ -159,3 +171,25 @@ class CustomerViewSet(viewsets.ViewSet):
         if customer is None:
             raise NotFound("unknown customer")
         return Response(customers_out([customer], workspace_id, test=test)[customer.pk])
+
+    @extend_schema(**customers_openapi.CUSTOMER_EXPORT)
+    @action(detail=True, methods=["get"])
+    @rate_limit(*READ_LIMITS)
+    def export(self, request, pk: str) -> Response:
+        customer = customer_by_reference(
+            workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test
+        )
+        if customer is None:
+            raise NotFound("unknown customer")
+        return Response(customer_export(customer=customer))
+
+    @extend_schema(**customers_openapi.CUSTOMER_ERASE)
+    @rate_limit(*ERASURE_LIMITS)
+    def destroy(self, request, pk: str) -> Response:
+        customer = customer_by_reference(
+            workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test
+        )
+        if customer is None:
+            raise NotFound("unknown customer")
+        customer_erase(customer=customer)
+        return Response(status=204)

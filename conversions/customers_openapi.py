@@ -1,5 +1,5 @@
-"""OpenAPI description of GET /api/v1/customers, /customers/{id} and /customers/{id}/activity
-(conversions/customers_api.py), with the search's bound both name."""
+"""OpenAPI description of GET /api/v1/customers, /customers/{id}, /customers/{id}/activity and /customers/{id}/export,
+and DELETE /customers/{id} (conversions/customers_api.py), with the search's bound both name."""
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_serializer
@@ -115,6 +115,67 @@ CUSTOMER_RETRIEVE = {
     ],
     "responses": {
         200: OpenApiResponse(CustomerOut, description="The customer."),
+        **error_responses(400, 401, 403, 404, 429, 500, 503, e404=["unknown customer"]),
+    },
+}
+
+
+@extend_schema_serializer(component_name="CustomerExport")
+class CustomerExportOut(serializers.Serializer):
+    customer = serializers.DictField(
+        help_text="Their identity: id, email, name, avatar_url, external_id, source, test, created_at, updated_at."
+    )
+    activity = serializers.ListField(child=serializers.DictField(), help_text="Their identity timeline, oldest first.")
+    conversions = serializers.ListField(child=serializers.DictField(), help_text="Their leads and sales, with `meta`.")
+    clicks = serializers.ListField(
+        child=serializers.DictField(), help_text="The clicks they came by: user agent, referrer, device."
+    )
+    refunds = serializers.ListField(child=serializers.DictField(), help_text="The refunds of their sales.")
+    enrollments = serializers.ListField(child=serializers.DictField(), help_text="Their campaign enrollments.")
+    emails = serializers.ListField(child=serializers.DictField(), help_text="The campaign emails sent to them.")
+    suppressions = serializers.ListField(child=serializers.DictField(), help_text="Their address's suppression.")
+    payment_references = serializers.ListField(
+        child=serializers.DictField(), help_text="The payment provider's ids that stand for them."
+    )
+    payment_events = serializers.ListField(
+        child=serializers.DictField(), help_text="The payment provider's events about them, with their bodies."
+    )
+
+
+CUSTOMER_EXPORT = {
+    "operation_id": "customer_export",
+    "summary": "Export everything known of a customer",
+    "description": "Everything lftrack holds of the person, as one JSON object (GDPR article 15; docs/privacy.md): "
+    "their identity, timeline, conversions with `meta`, the clicks they came by, refunds, enrollments, the emails "
+    "sent to them, their suppression, and the payment provider's ids and events about them. Needs the "
+    "`customers:read` scope (or a token without scopes). Limits: as the read API.",
+    "tags": ["customers"],
+    "parameters": [
+        OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")
+    ],
+    "responses": {
+        200: OpenApiResponse(CustomerExportOut, description="Everything known of the customer."),
+        **error_responses(400, 401, 403, 404, 429, 500, 503, e404=["unknown customer"]),
+    },
+}
+
+CUSTOMER_ERASE = {
+    "operation_id": "customer_erase",
+    "summary": "Erase a customer",
+    "description": 'Erases the person (GDPR article 17; docs/privacy.md, "Erasing a person"): their email, name, '
+    "avatar, external id, the user agents and referrers of the clicks they came by, what their conversions and "
+    "refunds said of them, the addresses of the emails sent to them and the provider's data about them are "
+    "removed; their address stays only as a suppression digest, so they are never emailed again, even if they "
+    "come back as a new lead; their conversions stay counted in every number without pointing to them. A "
+    "`customer.erased` webhook event carries the id. Cannot be undone; the customer is 404 from then on. Needs "
+    "the `customers:write` scope (or a token without scopes). Limits: 60 a minute per token, and the read API's "
+    "per client address.",
+    "tags": ["customers"],
+    "parameters": [
+        OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")
+    ],
+    "responses": {
+        204: OpenApiResponse(description="Erased."),
         **error_responses(400, 401, 403, 404, 429, 500, 503, e404=["unknown customer"]),
     },
 }

@@ -27,6 +27,10 @@ class Customer(models.Model):
     is_test = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Set when the person was erased (customers/erasure.py): the row stays, emptied, so that what is counted
+    # against it (enrollments, campaign leads, sends) stays counted; nothing reads it as a person again, and the
+    # database refuses to write into it (docs/privacy.md, "Erasing a person").
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "contact"
@@ -52,6 +56,8 @@ class Customer(models.Model):
         indexes = [models.Index(fields=["workspace", "-created_at"], name="customers_customer_recent")]
 
     def __str__(self) -> str:
+        if self.erased_at is not None:
+            return f"erased contact #{self.pk}"
         return self.email or f"external_id {self.external_id}"
 
 

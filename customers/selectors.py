@@ -37,7 +37,8 @@ def customers_page(
     after the keyset `after` = (created_at, id). `filters`: email (any letter case, the unique index),
     external_id (exact), search (a substring of email, name or external id, the trigram indexes). Live contacts,
     or with `test` those of test tokens only."""
-    contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test)
+    # An erased contact's emptied row is nobody (customers/erasure.py).
+    contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test, erased_at__isnull=True)
     if filters.get("email"):
         contacts = contacts.alias(email_lower=Lower("email")).filter(email_lower=Lower(Value(filters["email"])))
     if filters.get("external_id"):
@@ -51,8 +52,9 @@ def customers_page(
 
 
 def customer_by_reference(*, workspace_id: int, reference: str, test: bool = False) -> Customer | None:
-    """`12` (our id) or `ext_<external_id>` (the integrator's own id), in this workspace and mode only."""
-    contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test)
+    """`12` (our id) or `ext_<external_id>` (the integrator's own id), in this workspace and mode only; never an
+    erased contact."""
+    contacts = Customer.objects.filter(workspace_id=workspace_id, is_test=test, erased_at__isnull=True)
     if reference.startswith("ext_"):
         return contacts.filter(external_id=reference.removeprefix("ext_")).exclude(external_id="").first()
     customer_id = as_id(reference)

@@ -247,6 +247,8 @@ RATELIMIT_EMAIL_EVENTS_TOKEN = env.str("RATELIMIT_EMAIL_EVENTS_TOKEN", default="
 RATELIMIT_READ_TOKEN = env.str("RATELIMIT_READ_TOKEN", default="600/m")
 RATELIMIT_READ_IP = env.str("RATELIMIT_READ_IP", default="600/m")
 RATELIMIT_EMAIL_EVENTS_IP = env.str("RATELIMIT_EMAIL_EVENTS_IP", default="600/m")
+# Erasing contacts (DELETE /api/v1/customers/{id}), per token; per address as the read API.
+RATELIMIT_ERASURES_TOKEN = env.str("RATELIMIT_ERASURES_TOKEN", default="60/m")
 # Managing webhook endpoints (POST, PATCH, DELETE /api/v1/webhooks...), per token and per address.
 RATELIMIT_WEBHOOKS_TOKEN = env.str("RATELIMIT_WEBHOOKS_TOKEN", default="120/m")
 RATELIMIT_WEBHOOKS_IP = env.str("RATELIMIT_WEBHOOKS_IP", default="600/m")

@@ -18,6 +18,7 @@ from campaigns.models import Campaign, CampaignLead, EmailSend, Enrollment, Supp
 from clicks.models import Click
 from customers.models import Customer
 from lftrack.db import sql_cursor
+from lftrack.errors import Unprocessable
 from rollups.models import (
     CampaignNumberDelta,
     CampaignTotals,
@@ -301,8 +302,12 @@ def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
     The watermarks are locked first, as a roll-up locks its own before it touches the totals: a roll-up running
     meanwhile finishes first or waits for this one (the other order deadlocked).
     """
+    if Watermark.objects.filter(source="retention").exists():
+        # Retention purged rows that only the totals still count (rollups/retention.py): a recount from the
+        # source tables would lose them for good (docs/privacy.md, "Retention").
+        raise Unprocessable("the totals hold rows that retention purged: a rebuild would lose them")
     Watermark.objects.bulk_create([Watermark(source=model._meta.db_table) for model in _ADD_SQL], ignore_conflicts=True)
-    Watermark.objects.all().update(last_id=0, rolled_up_at=None)
+    Watermark.objects.exclude(source="retention").update(last_id=0, rolled_up_at=None)
     LinkTotals.objects.all().delete()
     DailyTotals.objects.all().delete()
     DailyClickKinds.objects.all().delete()

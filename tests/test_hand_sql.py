@@ -24,8 +24,10 @@ import conversions.refunds
 import conversions.selectors
 import conversions.services
 import conversions.step_numbers
+import customers.erasure
 import customers.services
 import rollups.metrics
+import rollups.retention
 import rollups.selectors
 import rollups.services
 import webhooks.delivery
@@ -117,6 +119,10 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ("rollups.metrics", "_ROLLUP_LAG_SQL"): _constant(rollups.metrics, "_ROLLUP_LAG_SQL"),
     ("rollups.metrics", "_BACKLOG_SQL"): _constant(rollups.metrics, "_BACKLOG_SQL"),
     ("rollups.metrics", "_WEBHOOKS_SQL"): _constant(rollups.metrics, "_WEBHOOKS_SQL"),
+    ("rollups.retention", "_PROBE_SQL"): _constant(rollups.retention, "_PROBE_SQL"),
+    ("rollups.retention", "_DOOMED_SQL"): _constant(rollups.retention, "_DOOMED_SQL"),
+    ("customers.erasure", "_OTHERS_ACTIVITIES_SQL"): _constant(customers.erasure, "_OTHERS_ACTIVITIES_SQL"),
+    ("customers.erasure", "_EVENTS_SQL"): _constant(customers.erasure, "_EVENTS_SQL"),
 }
 # Statements EXPLAIN cannot take (utility statements: they name no column), with why they are hand-written.
 NOT_EXPLAINED = {

@@ -42,6 +42,7 @@ CUSTOMERS = "/api/v1/customers"
 ENROLLMENTS = "/api/v1/campaigns/{slug}/enrollments"
 CUSTOMER = "/api/v1/customers/{id}"
 ACTIVITY = "/api/v1/customers/{id}/activity"
+EXPORT = "/api/v1/customers/{id}/export"
 ANALYTICS = "/api/v1/analytics"
 WEBHOOKS = "/api/v1/webhooks"
 WEBHOOK = "/api/v1/webhooks/{id}"
@@ -106,6 +107,8 @@ def test_every_v1_operation_is_described():
         (CUSTOMER, "get"),
         (ENROLLMENTS, "get"),
         (ACTIVITY, "get"),
+        (EXPORT, "get"),
+        (CUSTOMER, "delete"),
         (ANALYTICS, "get"),
         (WEBHOOKS, "get"),
         (WEBHOOKS, "post"),
@@ -564,6 +567,21 @@ SCENARIOS.update(
     }
 )
 
+SCENARIOS.update(
+    {
+        (EXPORT, "get"): {
+            **_reads(lambda w: _customer_path(w) + "/export", breaks="conversions.customers_api.customer_export"),
+            "404": lambda api, w: api.get(EXPORT.replace("{id}", "ext_nobody"), token=w["token"]),
+        },
+        (CUSTOMER, "delete"): {
+            **_webhook_reads("DELETE", _customer_path, "204", "RATELIMIT_ERASURES_TOKEN"),
+            "404": lambda api, w: _send(api, w, "DELETE", CUSTOMER.replace("{id}", "ext_nobody")),
+            "500": ("conversions.customers_api.customer_erase", None),
+            "503": ("conversions.customers_api.customer_erase", None, OperationalError),
+        },
+    }
+)
+
 
 def _refunds(w) -> str:
     return REFUNDS.replace("{conversion_id}", str(w["sale"].pk))
@@ -624,6 +642,8 @@ def test_live_answer_conforms_to_the_schema(api, world, openapi, monkeypatch, op
             resp = _send(api, world, method.upper(), _webhook_path(world, path), body_of(world) if body_of else None)
         elif method == "options":
             resp = api.options(BROWSER, HTTP_ORIGIN=SHOP)
+        elif method == "delete":
+            resp = _send(api, world, "DELETE", _customer_path(world))
         elif method == "get":
             target_path = path.replace("{id}", str(world["enrolled"].customer_id)).replace("{slug}", "spring")
             resp = api.get(target_path, token=world["token"])

@@ -14,6 +14,7 @@ EVENT_TYPES: dict[str, tuple[str, str]] = {
         "A sale was refunded, in part or in full (the sale with its refunded and net amounts).",
     ),
     "customer.created": ("customer", "A customer (contact) was created."),
+    "customer.erased": ("erased_customer", "A customer (contact) was erased: the body carries the id only."),
     "customer.external_id_moved": ("external_id_move", "An external id moved from one customer to another."),
     "enrollment.created": ("enrollment", "A contact was enrolled in a campaign (a pixel enrollment once confirmed)."),
     "enrollment.completed": ("enrollment", "An enrollment's last email was sent."),

@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
 
+RETENTION_MAX_DAYS = 36500  # a hundred years: past it, "keep forever" (null) is meant
+
 
 def new_tracking_key() -> str:
     return "pk_" + secrets.token_urlsafe(18)
@@ -30,6 +32,9 @@ class Workspace(models.Model):
     postal_address = models.TextField(max_length=500, blank=True, default="", db_default="")
     # Where a deleted link (and an expired one without a fallback of its own) sends visitors; empty: a 404.
     link_fallback_url = models.URLField(max_length=2048, blank=True, default="", db_default="")
+    # Clicks and conversions older than this many days are purged, their numbers kept in the roll-ups
+    # (rollups/retention.py; docs/privacy.md, "Retention"); null keeps them forever.
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -44,6 +49,11 @@ class Workspace(models.Model):
             models.CheckConstraint(
                 condition=Q(email_logo_url="") | Q(email_logo_url__startswith="https://"),
                 name="workspaces_workspace_logo_https",
+            ),
+            models.CheckConstraint(
+                condition=Q(retention_days__isnull=True)
+                | Q(retention_days__gte=1, retention_days__lte=RETENTION_MAX_DAYS),
+                name="workspaces_workspace_retention_bounded",
             ),
         ]
 
@@ -96,6 +106,8 @@ class ApiToken(models.Model):
         WEBHOOKS = "webhooks", "manage webhook endpoints"
         LINKS_READ = "links:read", "read links"
         LINKS_WRITE = "links:write", "make, change and delete links"
+        CUSTOMERS_READ = "customers:read", "export everything known of a contact"
+        CUSTOMERS_WRITE = "customers:write", "erase contacts"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.shown})"

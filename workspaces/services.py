@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from lftrack.currencies import currency_code
 from lftrack.errors import NotFound, Unprocessable
-from workspaces.models import Membership, Workspace
+from workspaces.models import RETENTION_MAX_DAYS, Membership, Workspace
 from workspaces.origins import allowed_origins_parse
 from workspaces.selectors import workspace_by_slug
 from workspaces.tokens import workspace_changed
@@ -124,6 +124,16 @@ def workspace_email_layout_set(
     for name, value in fields.items():
         setattr(workspace, name, value)
     workspace.save(update_fields=list(fields))
+    return workspace
+
+
+def workspace_retention_set(*, workspace: Workspace, days: int | None) -> Workspace:
+    """How many days the workspace keeps its clicks and conversions (None: forever); older ones are purged by the
+    worker, their numbers kept in the roll-ups (docs/privacy.md, "Retention")."""
+    if days is not None and not 1 <= days <= RETENTION_MAX_DAYS:
+        raise Unprocessable(f"retention must be 1 to {RETENTION_MAX_DAYS} days, or forever")
+    workspace.retention_days = days
+    workspace.save(update_fields=["retention_days"])
     return workspace
 
 

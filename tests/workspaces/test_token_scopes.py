@@ -85,7 +85,25 @@ def test_the_cli_creates_scoped_tokens(api, acme, doors):
         "webhooks",
         "links:read",
         "links:write",
+        "customers:read",
+        "customers:write",
     ]
+
+
+def test_the_customer_scopes_open_export_and_erasure_only(api, acme):
+    """customers:read exports, customers:write erases; neither reads nor writes anything else, and a `read` token
+    does neither (tests/customers/test_erasure.py checks what they do)."""
+    from customers.services import customer_match
+
+    ada = customer_match(workspace=acme, channel="api", email="ada@example.com").customer
+    exporter = api_token_create(workspace=acme, name="export", scopes=["customers:read"]).secret
+    eraser = api_token_create(workspace=acme, name="erase", scopes=["customers:write"]).secret
+    for token in (exporter, eraser):
+        assert api.get("/api/v1/customers", token=token).status_code == 403
+    assert api.delete(f"/api/v1/customers/{ada.pk}", HTTP_AUTHORIZATION=f"Bearer {exporter}").status_code == 403
+    assert api.get(f"/api/v1/customers/{ada.pk}/export", token=eraser).status_code == 403
+    assert api.get(f"/api/v1/customers/{ada.pk}/export", token=exporter).status_code == 200
+    assert api.delete(f"/api/v1/customers/{ada.pk}", HTTP_AUTHORIZATION=f"Bearer {eraser}").status_code == 204
 
 
 def test_every_routed_action_of_a_token_view_names_its_scope():
