@@ -1,6 +1,8 @@
 """The one customer-matching service (docs/matching.md), used by every path that names a person."""
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Case, F, Value, When
@@ -213,7 +215,7 @@ class _Request:
             "external_id": self.external_id,
         }
 
-    def _pick(self, rows) -> tuple[Customer | None, Customer | None]:
+    def _pick(self, rows: Sequence[Any]) -> tuple[Customer | None, Customer | None]:
         owner = holder = None
         for row in rows:
             customer = from_row(Customer, row._asdict(), workspace=self.workspace)
@@ -357,7 +359,15 @@ class _Request:
         Customer.objects.filter(pk=customer.pk).update(**changes, updated_at=timezone.now())
         customer.refresh_from_db(fields=["name", "avatar_url"])
 
-    def _log(self, customer: Customer, kind: str, *, external_id: str = "", other=None, detail=None) -> None:
+    def _log(
+        self,
+        customer: Customer,
+        kind: str,
+        *,
+        external_id: str = "",
+        other: Customer | None = None,
+        detail: dict | None = None,
+    ) -> None:
         CustomerActivity.objects.create(
             workspace=self.workspace,
             customer=customer,
@@ -373,7 +383,7 @@ def _if_blank(field: str, value: str) -> Case:
     return Case(When(**{field: ""}, then=Value(value)), default=F(field))
 
 
-def _guarded(update) -> int:
+def _guarded(update: Callable[[], int]) -> int:
     """Run an identity UPDATE in a savepoint; 0 when a concurrent request got there first."""
     try:
         with transaction.atomic():
