@@ -166,7 +166,9 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
             "<path:object_id>/erase/", self.admin_site.admin_view(self.erase_view), name="customers_customer_erase"
         )
         export = path(
-            "<path:object_id>/export/", self.admin_site.admin_view(self.export_view), name="customers_customer_export"
+            "<path:object_id>/person-export/",
+            self.admin_site.admin_view(self.person_export_view),
+            name="customers_customer_person_export",
         )
         return [enroll, erase, export, *super().get_urls()]
 
@@ -187,8 +189,9 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
             request, "admin/customers/customer/erase.html", {"contact": contact}, title="Erase this person"
         )
 
-    def export_view(self, request, object_id):
-        """Owners: everything known of the person, as the API's export, downloaded as a JSON file."""
+    def person_export_view(self, request, object_id):
+        """Owners: everything known of the person, as the API's export, downloaded as a JSON file. Not named
+        export_view: that is the contact list's CSV export (backoffice/exports.py)."""
         contact = self.get_object(request, unquote(object_id))
         if contact is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)

@@ -50,7 +50,7 @@ def test_an_owner_confirms_then_the_person_is_erased(as_alice, ada):
 
 
 def test_an_owner_downloads_the_export(as_alice, ada):
-    resp = as_alice.get(reverse("admin:customers_customer_export", args=[ada.pk]))
+    resp = as_alice.get(reverse("admin:customers_customer_person_export", args=[ada.pk]))
     assert resp.status_code == 200
     assert resp["Content-Disposition"] == f'attachment; filename="contact-{ada.pk}.json"'
     assert json.loads(resp.content)["customer"]["email"] == EMAIL
@@ -61,7 +61,7 @@ def test_editors_are_refused(as_bob, ada):
     assert 'id="contact-erase"' not in page and 'id="contact-export"' not in page
     assert as_bob.get(erase_url(ada)).status_code == 403
     assert as_bob.post(erase_url(ada), {"confirm": "yes"}).status_code == 403
-    assert as_bob.get(reverse("admin:customers_customer_export", args=[ada.pk])).status_code == 403
+    assert as_bob.get(reverse("admin:customers_customer_person_export", args=[ada.pk])).status_code == 403
     assert Customer.objects.get(pk=ada.pk).email == EMAIL
 
 
@@ -69,7 +69,7 @@ def test_another_workspaces_owner_never_reaches_the_contact(as_charlie, ada):
     for resp in (
         as_charlie.get(erase_url(ada)),
         as_charlie.post(erase_url(ada), {"confirm": "yes"}),
-        as_charlie.get(reverse("admin:customers_customer_export", args=[ada.pk])),
+        as_charlie.get(reverse("admin:customers_customer_person_export", args=[ada.pk])),
     ):
         assert resp.status_code == 302  # "does not exist", as for any contact it cannot see
     assert Customer.objects.get(pk=ada.pk).email == EMAIL
