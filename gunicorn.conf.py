@@ -3,7 +3,6 @@
 import multiprocessing
 import os
 
-bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # Two pools, one file (docs/deployment.md, "gunicorn"): GUNICORN_WORKER_CLASS picks the worker.
 # gevent (the default, and the redirect's pool): one process per core, each serving up to
 # GUNICORN_WORKER_CONNECTIONS connections as greenlets. A click waits on its batch's commit
@@ -17,6 +16,8 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # CPU-bound API gains nothing from greenlets and a long page cannot stall a redirect in another pool
 # (docs/benchmarks.md, "POST /api/v1/conversions"; bench/conversions.sh uses this file).
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gevent")
+# deploy/nginx.conf sends /l/ to 8000 (the redirect's pool) and the rest to 8001.
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000" if worker_class == "gevent" else "127.0.0.1:8001")
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 # Each connection is a greenlet, and each greenlet that writes a batch keeps a database connection of

@@ -48,7 +48,9 @@ def front_site(
     site = replaced(
         (BASE_DIR / "deploy" / "nginx.conf").read_text(),
         ("listen 80;", f"listen 127.0.0.1:{listen};"),
+        # Both pools (the redirect's and the API's) are the one gunicorn under test.
         ("server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream};"),
+        ("server 127.0.0.1:8001;", f"server 127.0.0.1:{upstream};"),
     )
     if tls is not None:
         port, cert, key = tls

@@ -36,7 +36,12 @@ def visit(base: str, key: str) -> tuple[int, str | None, float]:
 def test_a_locked_clicks_table_gets_fast_redirects_without_click_ids_counted_once_per_interval(acme):
     links = [LinkFactory(post__workspace=acme, destination=f"https://shop.example.com/p/{n}") for n in range(4)]
     unseen = LinkFactory(post__workspace=acme)
-    env = {"REDIRECT_DEADLINE": str(DEADLINE), "UNTRACKED_LOG_SECONDS": "1", "RATELIMIT_REDIRECT_IP": "1000000/m"}
+    env = {
+        "REDIRECT_DEADLINE": str(DEADLINE),
+        "UNTRACKED_LOG_SECONDS": "1",
+        "RATELIMIT_REDIRECT_IP": "1000000/m",
+        "DB_LOCK_TIMEOUT": "60000",  # only the deadline ends a wait on the lock
+    }
     with running_gunicorn(database=database_url(), **env) as (base, process):
         warm = [visit(base, link.key) for link in links]  # the process knows these destinations now
         assert all(status == 302 and click_id for status, click_id, _ in warm)
@@ -64,9 +69,11 @@ def test_a_locked_clicks_table_gets_fast_redirects_without_click_ids_counted_onc
     assert len(answers) == 3 * VISITORS
     assert {(status, click_id) for status, click_id, _ in answers} == {(302, None)}  # redirected, untracked
     assert unknown[:2] == (503, None)
-    slowest = max(seconds for _, _, seconds in answers + [unknown])
-    # REDIRECT_DEADLINE, plus the watchdog's 0.25 s step and a loaded machine's scheduling.
-    assert slowest < DEADLINE + 1.5, (sorted(round(s, 2) for _, _, s in answers), errors)
+    times = sorted(seconds for _, _, seconds in [*answers, unknown])
+    # REDIRECT_DEADLINE plus the watchdog's 0.25 s step; the slowest few also wait on this loaded machine's
+    # scheduler (24 client threads here). Without the deadline each would wait for the lock: the test's end.
+    assert times[int(len(times) * 0.9)] < DEADLINE + 1.0, times
+    assert times[-1] < DEADLINE + 4.0, times
     assert all(status == 302 and click_id for status, click_id, _ in after)  # tracking is back at once
 
     handed_out = {click_id for _, click_id, _ in warm + after}
