@@ -35,7 +35,8 @@ class _Ticket(Generic[Item]):
 
 
 class Abandoned(Exception):
-    """The item was not written within the caller's timeout (and will not be, unless it was already on its way)."""
+    """The item was not written within the caller's timeout (and will not be, unless it was already on its way:
+    taken into a batch whose write had not returned)."""
 
 
 class Batcher(Generic[Item]):
@@ -65,8 +66,13 @@ class Batcher(Generic[Item]):
                     if ticket in self._waiting:  # not taken into a batch yet: it never will be
                         self._waiting.remove(ticket)
                         raise Abandoned()
-                # In a batch being written: its outcome is moments away (the leader's own deadline bounds it).
-                ticket.done.acquire()
+                    made_leader = ticket.lead
+                if not made_leader:
+                    # In a batch being written, whose leader may itself be late (a successor that has yet to
+                    # connect): the caller's time is up all the same. The item may still be stored; the
+                    # caller answers without its result (the redirect: no click id handed out).
+                    raise Abandoned()
+                ticket.done.acquire()  # handed the lead as the wait ran out: released at once, and it leads
             if not ticket.lead:
                 if ticket.error is not None:
                     raise ticket.error

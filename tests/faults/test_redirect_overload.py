@@ -70,9 +70,11 @@ def test_a_locked_clicks_table_gets_fast_redirects_without_click_ids_counted_onc
     assert {(status, click_id) for status, click_id, _ in answers} == {(302, None)}  # redirected, untracked
     assert unknown[:2] == (503, None)
     times = sorted(seconds for _, _, seconds in [*answers, unknown])
-    # REDIRECT_DEADLINE plus the watchdog's 0.25 s step; the slowest few also wait on this loaded machine's
-    # scheduler (24 client threads here). Without the deadline each would wait for the lock: the test's end.
-    assert times[int(len(times) * 0.9)] < DEADLINE + 1.0, times
+    # REDIRECT_DEADLINE plus the watchdog's 0.25 s step for most; the tail also waits on this loaded machine's
+    # scheduler (24 client threads here, and a late leader's new database connection, which the watchdog can
+    # cut only once it is open). Without the deadline each would wait for the lock: the test's end.
+    assert times[len(times) // 2] < DEADLINE + 0.5, times
+    assert times[int(len(times) * 0.9)] < DEADLINE + 2.0, times
     assert times[-1] < DEADLINE + 4.0, times
     assert all(status == 302 and click_id for status, click_id, _ in after)  # tracking is back at once
 
