@@ -74,8 +74,9 @@ open('$SEED', 'w').write('\n'.join(keys) + '\n')
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 # CPU seconds (user + system, in clock ticks) used so far by processes: gunicorn's workers, PostgreSQL's backends.
-cpu_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
-sys_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $15}' "/proc/$p/stat"))); done; echo "$t"; }
+# A process may end between the test and the read (a gevent greenlet's backend): it counts 0.
+cpu_of() { local t=0 v; for p in "$@"; do v=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null); t=$((t + ${v:-0})); done; echo "$t"; }
+sys_of() { local t=0 v; for p in "$@"; do v=$(awk '{print $15}' "/proc/$p/stat" 2>/dev/null); t=$((t + ${v:-0})); done; echo "$t"; }
 
 # run SYSTEM: start gunicorn with gunicorn.conf.py on it, warm up, run wrk; prints the warm-up's and the run's
 # RESULT lines, the latter with the CPU each request cost in gunicorn and in PostgreSQL (cpu_gunicorn_us, cpu_pg_us).
@@ -90,7 +91,8 @@ run() {
     GUNICORN_THREADS=$THREADS GUNICORN_KEEPALIVE=30 GUNICORN_MAX_REQUESTS=0 GUNICORN_LOG_LEVEL=warning \
     .venv/bin/gunicorn -c gunicorn.conf.py "$app" &
   GUNICORN_PID=$!
-  for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+  for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 || { echo "bench: $1 did not start within 30 s" >&2; stop; exit 1; }
   BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
   local workers pgs w0 p0 s0 out
   workers=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
