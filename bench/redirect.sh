@@ -15,6 +15,7 @@
 #   limit    bench/limit_reference.py: a bare WSGI app, one durable INSERT and a 302 per request
 #            (gthread, BENCH_THREADS threads)
 #   floor    bench/floor.py's `django` level: a 302 from a plain view behind every middleware, nothing stored
+#   gevent-N lftrack on gevent with batches of at most N clicks (bench/redirect_batch.py; 16 in production)
 # Prints each run (req/s, p99, CPU per request in gunicorn and PostgreSQL), the rows stored against the
 # 302s answered (a 302 without a click id stores nothing: the share untracked, the overload policy in
 # docs/deployment.md), and per round each system's ratio to the limit reference and gevent's to gthread.
@@ -86,8 +87,9 @@ run() {
     gthread) class=gthread ;;
     limit) app=bench.limit_reference:application; class=gthread ;;
     floor) app=bench.floor:application; class=gthread ;;
+    gevent-*) app=bench.redirect_batch:application ;;
   esac
-  BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
+  BENCH_MAX_BATCH=${1#gevent-} BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
     GUNICORN_THREADS=$THREADS GUNICORN_KEEPALIVE=30 GUNICORN_MAX_REQUESTS=0 GUNICORN_LOG_LEVEL=warning \
     .venv/bin/gunicorn -c gunicorn.conf.py "$app" &
   GUNICORN_PID=$!
