@@ -127,13 +127,18 @@ for round in $(seq 1 "$ROUNDS"); do
     WARM=$(echo "$OUT" | grep '^WARMUP'); MAIN=$(echo "$OUT" | grep '^RESULT')
     # ids are sequential: rows above the mark are this run's (warm-up and run), against the 302s wrk saw.
     STORED=$(( $(stored_rows "$system") - BEFORE ))
+    # The clicks of one statement share its now(): distinct times count the statements (batches) that stored them.
+    BATCH=""
+    case "$system" in limit|floor) ;; *)
+      BATCH="; $(psql "$DATABASE_URL" -tAc "SELECT round(count(*)::numeric / greatest(count(DISTINCT created_at), 1), 1) FROM clicks_click WHERE id > $BEFORE") clicks a statement" ;;
+    esac
     ANSWERED=$(( $(field "$WARM" requests) - $(field "$WARM" non3xx) + $(field "$MAIN" requests) - $(field "$MAIN" non3xx) ))
     RPS[$system]=$(field "$MAIN" rps)
     # Stored may pass answered by the requests in flight when wrk stopped (one per connection at most).
     awk -v round="$round" -v sys_name="$system" -v main="${MAIN#RESULT }" -v stored="$STORED" -v answered="$ANSWERED" \
-        -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+        -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" -v batch="$BATCH" 'BEGIN {
       untracked = sys_name == "floor" ? 0 : (answered > stored ? (answered - stored) / answered * 100 : 0)
-      printf "bench: %d %-7s %s; load %s; %d rows stored for %d 302s (untracked %.1f%%)\n", round, sys_name, main, loadavg, stored, answered, untracked }'
+      printf "bench: %d %-7s %s; load %s; %d rows stored for %d 302s (untracked %.1f%%)%s\n", round, sys_name, main, loadavg, stored, answered, untracked, batch }'
   done
   line="bench: $round ratios:"
   for system in $SYSTEMS; do
