@@ -5,13 +5,27 @@ import os
 import shutil
 import tempfile
 
-bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-# One process per core (Python runs one thread at a time per process) with a few threads each, so a
-# process keeps its core busy while a thread waits on PostgreSQL or Redis; threads also keep client
-# connections alive. The shape measured in docs/benchmarks.md, "POST /api/v1/conversions" (bench/conversions.sh
-# uses this file).
+# Two pools, one file (docs/deployment.md, "gunicorn"): GUNICORN_WORKER_CLASS picks the worker.
+# gevent (the default, and the redirect's pool): one process per core, each serving up to
+# GUNICORN_WORKER_CONNECTIONS connections as greenlets. A click waits on its batch's commit
+# (lftrack/batching.py) without holding a thread, so a process gathers larger batches and spends no CPU
+# switching threads (docs/benchmarks.md, "The redirect on gevent"). gunicorn's gevent worker
+# monkey-patches the standard library before it loads the application, so threading's locks, threads
+# and thread-locals (the batcher, the deadline watchdog, Django's connections) become greenlet ones,
+# and psycopg (3.1.14 and later) and redis wait cooperatively.
+# gthread (the API and back office pool behind deploy/nginx.conf): one process per core with a few
+# threads each, so a process keeps its core busy while a thread waits on PostgreSQL or Redis; the
+# CPU-bound API gains nothing from greenlets and a long page cannot stall a redirect in another pool
+# (docs/benchmarks.md, "POST /api/v1/conversions"; bench/conversions.sh uses this file).
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gevent")
+# deploy/nginx.conf sends /l/ to 8000 (the redirect's pool) and the rest to 8001.
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000" if worker_class == "gevent" else "127.0.0.1:8001")
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
+# Each connection is a greenlet, and each greenlet that writes a batch keeps a database connection of
+# its own (Django's connections are per greenlet): workers x this stays under PostgreSQL's
+# max_connections. Connections past it wait in the listen backlog, which is the back-pressure we want.
+worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", 100))
 # A request that takes 30 s is stuck (a lost database); kill it rather than hold the worker.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 30))
 # On SIGTERM or HUP (graceful reload) a worker finishes its requests for up to this long.

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Benchmark GET /l/<key> against the Django floor, in one run: gunicorn + PostgreSQL + Redis, driven by wrk.
+# Benchmark GET /l/<key>: lftrack's redirect on its two worker classes beside the limit reference, in turns.
 #
-#   bash bench/redirect.sh
+#   bash bench/redirect.sh                                   # 3 rounds at 16 connections
+#   BENCH_CONNECTIONS=64 BENCH_SYSTEMS="gevent limit" bash bench/redirect.sh
 #
-# Creates its own database (BENCH_DB, dropped and re-created), migrates, seeds BENCH_LINKS links, then
-# in BENCH_ROUNDS rounds starts gunicorn on 127.0.0.1 (2 workers x 4 threads) twice, warms up and runs
-# `wrk -t2 -c16` for BENCH_SECONDS with bench/redirect.lua (random links, browsers and bots, X-Forwarded-For over 250
-# addresses behind TRUSTED_PROXY_COUNT=1): first bench/floor.py's `django` level (a 302 from a plain
-# view behind every middleware, nothing looked up), then lftrack itself, the per-address click limit
-# raised but counted on Redis. Prints both, the ratio, p99, the answers that were not a 302, and the
-# clicks stored against the 302s answered. Needs PostgreSQL and Redis (as in .ci/run); installs wrk.
-# BENCH_REUSE_DB=1 runs against an existing database as it is (e.g. BENCH_DB=lftrack_growth, grown by
-# bench/seed_growth.sh), adding only this run's own workspace and links, and keeps it.
+# Creates its own database (BENCH_DB, dropped and re-created), migrates, seeds BENCH_LINKS links, then in
+# BENCH_ROUNDS rounds starts each of BENCH_SYSTEMS in turn on 127.0.0.1 with the project's own
+# gunicorn.conf.py (the production shape; BENCH_WORKERS processes), warms up for BENCH_WARMUP s and runs
+# `wrk -t2 -c$BENCH_CONNECTIONS` for BENCH_SECONDS with bench/redirect.lua (random links, browsers and
+# bots, X-Forwarded-For over 250 addresses behind TRUSTED_PROXY_COUNT=1; the per-address click limit
+# raised but counted on Redis). The systems:
+#   gevent   lftrack, gunicorn.conf.py as it is (the gevent worker: the redirect's production pool)
+#   gthread  lftrack, GUNICORN_WORKER_CLASS=gthread (BENCH_THREADS threads: the API pool's shape)
+#   limit    bench/limit_reference.py: a bare WSGI app, one durable INSERT and a 302 per request
+#            (gthread, BENCH_THREADS threads)
+#   floor    bench/floor.py's `django` level: a 302 from a plain view behind every middleware, nothing stored
+#   gevent-N lftrack on gevent with batches of at most N clicks (bench/redirect_batch.py; 16 in production)
+# Prints each run (req/s, p99, CPU per request in gunicorn and PostgreSQL), the rows stored against the
+# 302s answered (a 302 without a click id stores nothing: the share untracked, the overload policy in
+# docs/deployment.md), and per round each system's ratio to the limit reference and gevent's to gthread.
+# Needs PostgreSQL and Redis (as in .ci/run); installs wrk. BENCH_REUSE_DB=1 runs against an existing
+# database as it is (e.g. BENCH_DB=lftrack_growth, grown by bench/seed_growth.sh), adding only this
+# run's own workspace and links, and keeps it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +33,8 @@ ROUNDS=${BENCH_ROUNDS:-3}
 WARMUP=${BENCH_WARMUP:-5}
 WORKERS=${BENCH_WORKERS:-2}
 THREADS=${BENCH_THREADS:-4}
+CONNECTIONS=${BENCH_CONNECTIONS:-16}
+SYSTEMS=${BENCH_SYSTEMS:-gthread gevent limit}
 PY=.venv/bin/python
 SEED=$(mktemp)
 
@@ -63,22 +75,32 @@ open('$SEED', 'w').write('\n'.join(keys) + '\n')
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 # CPU seconds (user + system, in clock ticks) used so far by processes: gunicorn's workers, PostgreSQL's backends.
-cpu_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
-sys_of() { local t=0; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $15}' "/proc/$p/stat"))); done; echo "$t"; }
+# A process may end between the test and the read (a gevent greenlet's backend): it counts 0.
+cpu_of() { local t=0 v; for p in "$@"; do v=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null); t=$((t + ${v:-0})); done; echo "$t"; }
+sys_of() { local t=0 v; for p in "$@"; do v=$(awk '{print $15}' "/proc/$p/stat" 2>/dev/null); t=$((t + ${v:-0})); done; echo "$t"; }
 
-# run WSGI_APP: start gunicorn on it, warm up, run wrk; prints the warm-up's and the run's RESULT lines,
-# the latter with the CPU each request cost in gunicorn and in PostgreSQL (cpu_gunicorn_us, cpu_pg_us).
+# run SYSTEM: start gunicorn with gunicorn.conf.py on it, warm up, run wrk; prints the warm-up's and the run's
+# RESULT lines, the latter with the CPU each request cost in gunicorn and in PostgreSQL (cpu_gunicorn_us, cpu_pg_us).
 run() {
-  .venv/bin/gunicorn "$1" --bind "127.0.0.1:$PORT" --workers "$WORKERS" --threads "$THREADS" \
-    --worker-class gthread --keep-alive 30 --max-requests 0 --log-level warning &
+  local app=lftrack.wsgi class=gevent
+  case "$1" in
+    gthread) class=gthread ;;
+    limit) app=bench.limit_reference:application; class=gthread ;;
+    floor) app=bench.floor:application; class=gthread ;;
+    gevent-*) app=bench.redirect_batch:application ;;
+  esac
+  BENCH_MAX_BATCH=${1#gevent-} BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
+    GUNICORN_THREADS=$THREADS GUNICORN_KEEPALIVE=30 GUNICORN_MAX_REQUESTS=0 GUNICORN_LOG_LEVEL=warning \
+    .venv/bin/gunicorn -c gunicorn.conf.py "$app" &
   GUNICORN_PID=$!
-  for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
-  BENCH_SEED="$SEED" wrk -t2 -c16 -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
+  for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 || { echo "bench: $1 did not start within 30 s" >&2; stop; exit 1; }
+  BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
   local workers pgs w0 p0 s0 out
   workers=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
   pgs=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
   w0=$(cpu_of $workers); p0=$(cpu_of $pgs); s0=$(sys_of $workers)
-  out=$(BENCH_SEED="$SEED" wrk -t2 -c16 -d"${SECONDS_RUN}s" --latency -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT')
+  out=$(BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_RUN}s" --latency -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT')
   echo "$out" | awk -v w=$(( $(cpu_of $workers) - w0 )) -v p=$(( $(cpu_of $pgs) - p0 )) -v s=$(( $(sys_of $workers) - s0 )) \
       -v hz="$(getconf CLK_TCK)" '{
     split($2, kv, "="); n = kv[2]
@@ -86,24 +108,43 @@ run() {
   stop
 }
 field() { echo "$1" | sed -E "s/.* $2=([0-9.]+).*/\1/"; }
+stored_rows() {
+  case "$1" in
+    limit) psql "$DATABASE_URL" -tAc "SELECT coalesce(max(id), 0) FROM bench_limit_click" 2>/dev/null || echo 0 ;;
+    floor) echo 0 ;;
+    *) psql "$DATABASE_URL" -tAc "SELECT coalesce(max(id), 0) FROM clicks_click" ;;
+  esac
+}
 
-echo "bench: gunicorn $WORKERS workers x $THREADS threads; $ROUNDS rounds of floor then redirect, each a ${WARMUP}s warm-up and wrk -t2 -c16 -d${SECONDS_RUN}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
-# This host's speed drifts within minutes: the two are measured in turns, and each round gives a ratio.
+.venv/bin/python -c "import bench.limit_reference" # its table, before the first round counts rows
+echo "bench: $SYSTEMS on gunicorn.conf.py ($WORKERS workers; gthread x $THREADS threads); $ROUNDS rounds, each a ${WARMUP}s warm-up and wrk -t2 -c$CONNECTIONS -d${SECONDS_RUN}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+# This host's speed drifts within minutes: the systems are measured in turns, and each round gives ratios.
 for round in $(seq 1 "$ROUNDS"); do
-  FLOOR=$(BENCH_FLOOR=django run bench.floor:application | grep '^RESULT')
-  echo "bench: $round floor    ${FLOOR#RESULT }"
-  BEFORE=$(psql "$DATABASE_URL" -tAc "SELECT coalesce(max(id), 0) FROM clicks_click")
-  OUT=$(run lftrack.wsgi)
-  WARM=$(echo "$OUT" | grep '^WARMUP'); MAIN=$(echo "$OUT" | grep '^RESULT')
-  echo "bench: $round redirect ${MAIN#RESULT }"
-  # The clicks of one statement share its now(): distinct times count the statements (batches) that stored them.
-  read -r STORED STATEMENTS < <(psql "$DATABASE_URL" -tA -F' ' -c "SELECT count(*), count(DISTINCT created_at) FROM clicks_click WHERE id > $BEFORE")
-  ANSWERED=$(( $(field "$WARM" requests) - $(field "$WARM" non3xx) + $(field "$MAIN" requests) - $(field "$MAIN" non3xx) ))
-  awk -v n="$round" -v r="$(field "$MAIN" rps)" -v f="$(field "$FLOOR" rps)" -v p99="$(field "$MAIN" p99_ms)" \
-      -v bad="$(field "$MAIN" non3xx)" -v stored="$STORED" -v answered="$ANSWERED" -v statements="$STATEMENTS" 'BEGIN {
-    # Stored may pass answered by the requests in flight when wrk stopped (16 at most): wrk never saw their 302.
-    printf "bench: %d redirect / floor = %.2f; p99 %.1f ms; %d not 302; %d clicks stored for %d 302s, %.1f a statement\n", n, r / f, p99, bad, stored, answered, stored / (statements ? statements : 1)
-    ok = r / f >= 0.7 && p99 < 15 && bad == 0 && stored >= answered
-    printf "bench: %d target (>= 0.7 x floor, p99 < 15 ms, only 302s, every 302 stored): %s\n", n, ok ? "met" : "missed" }'
+  declare -A RPS=()
+  for system in $SYSTEMS; do
+    BEFORE=$(stored_rows "$system")
+    OUT=$(run "$system")
+    WARM=$(echo "$OUT" | grep '^WARMUP'); MAIN=$(echo "$OUT" | grep '^RESULT')
+    # ids are sequential: rows above the mark are this run's (warm-up and run), against the 302s wrk saw.
+    STORED=$(( $(stored_rows "$system") - BEFORE ))
+    # The clicks of one statement share its now(): distinct times count the statements (batches) that stored them.
+    BATCH=""
+    case "$system" in limit|floor) ;; *)
+      BATCH="; $(psql "$DATABASE_URL" -tAc "SELECT round(count(*)::numeric / greatest(count(DISTINCT created_at), 1), 1) FROM clicks_click WHERE id > $BEFORE") clicks a statement" ;;
+    esac
+    ANSWERED=$(( $(field "$WARM" requests) - $(field "$WARM" non3xx) + $(field "$MAIN" requests) - $(field "$MAIN" non3xx) ))
+    RPS[$system]=$(field "$MAIN" rps)
+    # Stored may pass answered by the requests in flight when wrk stopped (one per connection at most).
+    awk -v round="$round" -v sys_name="$system" -v main="${MAIN#RESULT }" -v stored="$STORED" -v answered="$ANSWERED" \
+        -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" -v batch="$BATCH" 'BEGIN {
+      untracked = sys_name == "floor" ? 0 : (answered > stored ? (answered - stored) / answered * 100 : 0)
+      printf "bench: %d %-7s %s; load %s; %d rows stored for %d 302s (untracked %.1f%%)%s\n", round, sys_name, main, loadavg, stored, answered, untracked, batch }'
+  done
+  line="bench: $round ratios:"
+  for system in $SYSTEMS; do
+    [ "$system" != limit ] && [ -n "${RPS[limit]:-}" ] && line="$line $system/limit=$(awk -v a="${RPS[$system]}" -v b="${RPS[limit]}" 'BEGIN { printf "%.2f", a / b }')"
+  done
+  [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[gthread]:-}" ] && line="$line gevent/gthread=$(awk -v a="${RPS[gevent]}" -v b="${RPS[gthread]}" 'BEGIN { printf "%.2f", a / b }')"
+  echo "$line"
 done
 echo "bench: load after $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,6 +5,7 @@ import logging
 import threading
 from collections import OrderedDict
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
@@ -12,7 +13,7 @@ from django.views.decorators.http import require_safe
 from clicks.bots import is_bot
 from clicks.recipients import RECIPIENT_PARAM, click_recipient_record, recipient_verify
 from clicks.services import click_follow, destination_with_click_id, link_destination
-from lftrack.batching import Abandoned
+from lftrack.batching import Abandoned, IntervalCount
 from lftrack.metrics import BACKEND_ERRORS, CLICKS, labelled
 from lftrack.ratelimit import client_key
 
@@ -43,18 +44,29 @@ class _RecentLinks:
 
 recent_links = _RecentLinks(size=10_000)
 
+# The overload policy (docs/deployment.md, "When PostgreSQL is slow or gone"): a click that the database
+# could not store within REDIRECT_DEADLINE (or at all) is answered without tracking, a 302 without a click
+# id (a 503 for a link this process has not served yet). A burst makes thousands a second: counted, with
+# a log line per interval, not per click; `untracked.total` is the process's count for a metric.
+untracked = IntervalCount(
+    logger,
+    "redirects answered without a click recorded: database unavailable or slow",
+    every=settings.UNTRACKED_LOG_SECONDS,
+)
+
 
 @require_safe
 def follow_link(request: HttpRequest, key: str) -> HttpResponse:
     try:
         return _follow(request, key)
     except (OperationalError, InterfaceError, Abandoned) as exc:
+        untracked.add()
         destination = recent_links.get(key)
         if destination is None:
             raise  # 503 service unavailable (lftrack/errors.py)
-        logger.warning("redirect without a click: database unavailable (%s)", type(exc.__cause__ or exc).__name__)
         labelled(CLICKS, "outage").inc()
-        labelled(BACKEND_ERRORS, "database").inc()
+        if not isinstance(exc, Abandoned):
+            labelled(BACKEND_ERRORS, "database").inc()
         return _redirect(_uri(destination))
 
 

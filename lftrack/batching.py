@@ -14,7 +14,9 @@ No thread of its own: the leader is a request thread, so its writes run on its o
 its request's deadline (lftrack/deadline.py) and, in tests, inside the test's transaction.
 """
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -27,14 +29,16 @@ Item = TypeVar("Item")
 @dataclass(eq=False)
 class _Ticket(Generic[Item]):
     item: Item
-    done: Any = field(default_factory=threading.Lock)  # held until answered (a one-shot semaphore)
+    # Looked up per ticket, not bound at import: under gevent the patched lock, whenever this module was imported.
+    done: Any = field(default_factory=lambda: threading.Lock())  # held until answered (a one-shot semaphore)
     result: Any = None
     error: BaseException | None = None
     lead: bool = False  # the previous leader handed this ticket's thread the lead
 
 
 class Abandoned(Exception):
-    """The item was not written within the caller's timeout (and will not be, unless it was already on its way)."""
+    """The item was not written within the caller's timeout (and will not be, unless it was already on its way:
+    taken into a batch whose write had not returned)."""
 
 
 class Batcher(Generic[Item]):
@@ -64,8 +68,13 @@ class Batcher(Generic[Item]):
                     if ticket in self._waiting:  # not taken into a batch yet: it never will be
                         self._waiting.remove(ticket)
                         raise Abandoned()
-                # In a batch being written: its outcome is moments away (the leader's own deadline bounds it).
-                ticket.done.acquire()
+                    made_leader = ticket.lead
+                if not made_leader:
+                    # In a batch being written, whose leader may itself be late (a successor that has yet to
+                    # connect): the caller's time is up all the same. The item may still be stored; the
+                    # caller answers without its result (the redirect: no click id handed out).
+                    raise Abandoned()
+                ticket.done.acquire()  # handed the lead as the wait ran out: released at once, and it leads
             if not ticket.lead:
                 if ticket.error is not None:
                     raise ticket.error
@@ -99,3 +108,41 @@ class Batcher(Generic[Item]):
                 ticket.done.release()
             if successor is not None:
                 successor.done.release()
+
+
+class IntervalCount:
+    """A count of events too frequent to log one by one (a click answered without tracking, under a burst):
+    `add()` counts, and a line goes to `logger` per `every` seconds in which any occurred, with the count
+    since the previous line and since the process started (`total`, also readable for a metric).
+
+    The line is written by a background thread (a greenlet under gevent) that lives while events come:
+    the first line `every` seconds after the first event, none while nothing happens."""
+
+    def __init__(self, logger: logging.Logger, message: str, *, every: float = 10.0):
+        self.logger = logger
+        self.message = message
+        self.every = every
+        self.total = 0
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._reporting = False
+
+    def add(self, n: int = 1) -> None:
+        with self._lock:
+            self.total += n
+            self._pending += n
+            if self._reporting:
+                return
+            self._reporting = True
+        threading.Thread(target=self._report, name="lftrack-interval-count", daemon=True).start()
+
+    def _report(self) -> None:
+        while True:
+            time.sleep(self.every)
+            with self._lock:
+                count, self._pending = self._pending, 0
+                if not count:
+                    self._reporting = False
+                    return
+                total = self.total
+            self.logger.warning(self.message, extra={"count": count, "total": total, "interval_seconds": self.every})

@@ -48,29 +48,32 @@ class _Watchdog:
             time.sleep(_CHECK_EVERY)
             now = time.monotonic()
             with self._lock:
-                late = [(ident, db) for ident, (deadline, db) in self._requests.items() if deadline <= now]
-                for ident, _ in late:
-                    del self._requests[ident]
-            for _, db in late:
-                _cut(db)
+                # A late request without an open connection stays watched, and is cut once it opens one: a
+                # new thread (under gevent, every new client connection's greenlet) has none until its
+                # first query, which may be the one to wait on a lock (tests/test_deadline.py).
+                for ident, (deadline, db) in list(self._requests.items()):
+                    if deadline <= now and _cut(db):
+                        del self._requests[ident]
 
 
-def _cut(db) -> None:
-    """Shut the connection's socket down (a duplicate of it: its owner closes the original)."""
+def _cut(db) -> bool:
+    """Shut the connection's socket down (a duplicate of it: its owner closes the original); False when it
+    has no open connection to cut."""
     raw = getattr(db, "connection", None)
     if raw is None or raw.closed:
-        return
+        return False
     try:
         duplicate = socket.socket(fileno=os.dup(raw.pgconn.socket))
     except Exception:  # closed or broken in between: nothing left to cut
-        return
+        return True
     with duplicate:
         try:
             duplicate.shutdown(socket.SHUT_RDWR)
         except OSError:
-            return
+            return True
     DEADLINE_CUTS.inc()
     logger.warning("database deadline passed: connection cut", extra={"deadline_seconds": settings.REQUEST_DEADLINE})
+    return True
 
 
 watchdog = _Watchdog()

@@ -1,14 +1,21 @@
 """Structured logs: one JSON object per line, carrying the request id of the request being served."""
 
+from __future__ import annotations
+
 import logging
 import re
 import time
 import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 import pythonjsonlogger.json
-from django.http import HttpRequest, HttpResponse
+
+# gunicorn's master imports the formatters (gunicorn.conf.py's logconfig_dict) before it forks: no Django
+# there, since the gevent worker's monkey-patching inspects every object and would set Django's settings up.
+if TYPE_CHECKING:
+    from django.http import HttpRequest, HttpResponse
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 # A proxy's X-Request-ID is kept only when it looks like an id: it is echoed into logs and headers.

@@ -203,6 +203,8 @@ DB_STATEMENT_TIMEOUT = env_int("DB_STATEMENT_TIMEOUT", 5000)
 DB_LOCK_TIMEOUT = env_int("DB_LOCK_TIMEOUT", 3000)
 REQUEST_DEADLINE = env_float("REQUEST_DEADLINE", 10.0)
 REDIRECT_DEADLINE = env_float("REDIRECT_DEADLINE", 2.0)
+# Redirects answered without a click recorded are logged as one line per this many seconds (clicks/views.py).
+UNTRACKED_LOG_SECONDS = env_float("UNTRACKED_LOG_SECONDS", 10.0)
 READY_TIMEOUT = env_float("READY_TIMEOUT", 2.0)
 # Behind a pooler that refuses startup options: set these (and DB_JIT_OFF) to 0 and use ALTER ROLE ... SET.
 _server_options = [

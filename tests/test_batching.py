@@ -1,11 +1,16 @@
 """lftrack.batching: concurrent submits are written together, each answered with its own result, after the write."""
 
+import json
+import logging
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from lftrack.batching import Abandoned, Batcher
+from lftrack.batching import Abandoned, Batcher, IntervalCount
 
 
 class GatedWriter:
@@ -132,3 +137,48 @@ def test_the_lead_passes_to_a_waiter_even_when_its_wait_runs_out_at_that_moment(
         thread.join(10)
     assert answers["b"] == "stored b" or isinstance(answers["b"], Abandoned)
     assert batcher.submit("c") == "stored c"
+
+
+def test_under_gevent_many_greenlets_share_batches_and_a_stalled_write_abandons_the_waiters_in_time():
+    """As gunicorn's gevent worker runs it (gunicorn.conf.py): the lock and the waits are gevent's, and 400
+    greenlets waiting on one process's writes gather in batches of max_batch; when a write stalls, the
+    greenlets waiting behind it give up at their timeout while the stalled batch finishes, and only the
+    items of batches that were written are answered."""
+    greenlets = 400
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("batching_greenlets.py")), str(greenlets)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    fast, stalled = outcome["fast"], outcome["stalled"]
+    assert fast["answers_right"]
+    assert sum(fast["batches"]) == greenlets and max(fast["batches"]) == 16
+    assert len(fast["batches"]) <= greenlets // 16 + 2  # full batches, not one write per greenlet
+    # The first greenlet leads alone into a 2 s write; the others wait 0.5 s and give up, none written.
+    answers = stalled["answers"]
+    assert answers[0] == 0 and answers[1:] == ["abandoned"] * (greenlets - 1)
+    assert stalled["written"] == [0]
+    assert stalled["slowest_abandoned"] < 1.0  # their timeout, not the stalled write's 2 s
+
+
+def test_an_interval_count_logs_one_line_per_interval_with_the_count_not_one_per_event(caplog):
+    logger = logging.getLogger("lftrack.test-interval-count")
+    count = IntervalCount(logger, "untracked", every=0.5)
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        threads = [threading.Thread(target=lambda: [count.add() for _ in range(50)]) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert count.total == 400 and caplog.records == []  # nothing per event
+        time.sleep(0.8)
+        assert [(r.message, r.count, r.total) for r in caplog.records] == [("untracked", 400, 400)]
+        time.sleep(0.6)  # a quiet interval: no line, and the reporter stops
+        assert len(caplog.records) == 1
+        count.add(3)
+        time.sleep(0.8)
+        assert [(r.count, r.total) for r in caplog.records] == [(400, 400), (3, 403)]

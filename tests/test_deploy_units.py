@@ -108,7 +108,7 @@ def stop(process: subprocess.Popen, settings: dict[str, list[str]]) -> int:
 @needs_systemd_analyze
 def test_systemd_analyze_verify_passes_on_every_unit(tmp_path):
     assert {path.name for path in unit_files()} == {
-        "lftrack-web.service",
+        "lftrack-web@.service",
         "lftrack-sender@.service",
         "lftrack-worker.service",
         "lftrack-backup.service",
@@ -116,7 +116,7 @@ def test_systemd_analyze_verify_passes_on_every_unit(tmp_path):
     }
     assert [path.name for path in long_running()] == [
         "lftrack-sender@.service",
-        "lftrack-web.service",
+        "lftrack-web@.service",
         "lftrack-worker.service",
     ]
     for path in unit_files():
@@ -126,12 +126,12 @@ def test_systemd_analyze_verify_passes_on_every_unit(tmp_path):
 
 @needs_systemd_analyze
 def test_a_broken_unit_fails_the_verification(tmp_path):
-    web = here((UNITS / "lftrack-web.service").read_text())
-    (tmp_path / "lftrack-web.service").write_text(web.replace("ProtectSystem=strict", "ProtectSystem=stricter"))
+    web = here((UNITS / "lftrack-web@.service").read_text())
+    (tmp_path / "lftrack-web@.service").write_text(web.replace("ProtectSystem=strict", "ProtectSystem=stricter"))
     assert "Failed to parse protect system value" in verify_problems(tmp_path)
-    (tmp_path / "lftrack-web.service").write_text(web.replace("RestartSec=", "RestartSecs="))
+    (tmp_path / "lftrack-web@.service").write_text(web.replace("RestartSec=", "RestartSecs="))
     assert "Unknown key" in verify_problems(tmp_path)
-    (tmp_path / "lftrack-web.service").write_text(web.replace(sys.prefix, "/nowhere"))
+    (tmp_path / "lftrack-web@.service").write_text(web.replace(sys.prefix, "/nowhere"))
     assert "is not executable" in verify_problems(tmp_path)
 
 
@@ -159,11 +159,13 @@ def test_every_unit_restarts_reads_its_environment_file_and_is_hardened(tmp_path
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_web_unit_serves_reloads_gracefully_on_its_exec_reload_and_stops(tmp_path):
-    settings = settings_of(UNITS / "lftrack-web.service")
+@pytest.mark.parametrize("pool", ["gevent", "gthread"])  # the instances docs/deployment.md, "Processes", starts
+def test_the_web_unit_serves_reloads_gracefully_on_its_exec_reload_and_stops(tmp_path, pool):
+    settings = settings_of(UNITS / "lftrack-web@.service")
     port = free_port()
     env = unit_environment(
         settings,
+        GUNICORN_WORKER_CLASS=pool,  # %i
         XDG_RUNTIME_DIR=str(tmp_path),  # RuntimeDirectory=
         GUNICORN_BIND=f"127.0.0.1:{port}",
         ALLOWED_HOSTS="127.0.0.1",
@@ -244,7 +246,7 @@ def test_the_procfile_runs_the_units_commands():
     entries = procfile()
     assert set(entries) == {"release", "web", "sender", "worker"}
     for name, unit in (
-        ("web", "lftrack-web.service"),
+        ("web", "lftrack-web@.service"),
         ("sender", "lftrack-sender@.service"),
         ("worker", "lftrack-worker.service"),
     ):

@@ -1,4 +1,5 @@
-"""A real gunicorn (the production config) on a free loopback port, serving the test database."""
+"""A real gunicorn (the production config: gunicorn.conf.py, its gevent worker) on a free loopback port, serving
+the test database; `gthread_gunicorn` is the API pool's shape (GUNICORN_WORKER_CLASS=gthread)."""
 
 import os
 import socket
@@ -48,7 +49,8 @@ def database_upstream() -> tuple[str, int] | str:
 
 @contextmanager
 def running_gunicorn(*, database: str, **env):
-    """gunicorn started with gunicorn.conf.py (1 worker x 4 threads) on a free port; yields (base URL, process)."""
+    """gunicorn started with gunicorn.conf.py (1 gevent worker unless `env` says otherwise) on a free port;
+    yields (base URL, process)."""
     port = free_port()
     env = {
         **os.environ,
@@ -87,6 +89,13 @@ def running_gunicorn(*, database: str, **env):
 def gunicorn(transactional_db):
     """The base URL of a gunicorn serving the test database."""
     with running_gunicorn(database=database_url()) as (base, _):
+        yield base
+
+
+@pytest.fixture
+def gthread_gunicorn(transactional_db):
+    """The base URL of a gunicorn of the API pool's shape (1 worker x 4 threads) serving the test database."""
+    with running_gunicorn(database=database_url(), GUNICORN_WORKER_CLASS="gthread") as (base, _):
         yield base
 
 

@@ -71,6 +71,9 @@ def test_every_click_id_handed_out_is_stored_when_web_processes_are_killed(acme)
         base,
         process,
     ):
+        for key in keys:  # warm (the first click of a process loads its user-agent parser); stored, not counted below
+            requests.get(f"{base}/l/{key}", allow_redirects=False, timeout=10, headers={"User-Agent": "Mozilla/5.0"})
+        warm = Click.objects.count()
 
         def kill_both_workers() -> None:
             for pid in workers_of(process.pid):
@@ -81,7 +84,7 @@ def test_every_click_id_handed_out_is_stored_when_web_processes_are_killed(acme)
     stored = set(Click.objects.values_list("click_id", flat=True))
     assert set(ids) <= stored, f"{len(set(ids) - stored)} click ids handed out and not stored"
     # Stored beyond the ids seen: at most the clicks in flight when the workers died (8 visitors).
-    assert len(stored) - len(ids) <= 8, (len(stored), len(ids), failed)
+    assert len(stored) - warm - len(ids) <= 8, (len(stored), warm, len(ids), failed)
 
 
 def test_every_click_id_handed_out_is_stored_when_postgresql_drops_every_connection(proxied_gunicorn, acme):
