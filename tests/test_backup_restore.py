@@ -103,6 +103,16 @@ def fill(receiver: Receiver) -> str:
     )
     paid = api.post(urlsplit(connected["url"]).path, raw=body, headers=headers)
     assert paid.status_code == 200, paid.content
+    # A managed link: its tag, and a change kept in its history.
+    link = api.post("/api/v1/links", {"destination": "https://shop.example.com/", "tags": ["spring"]}, token=token)
+    assert link.status_code == 201, link.content
+    changed = api.patch(
+        f"/api/v1/links/{link.json()['id']}",
+        json.dumps({"destination": "https://shop.example.com/new"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert changed.status_code == 200, changed.content
     work()  # the webhook events dispatched and delivered
     emitted("roll_up_numbers")
     # An enrollment after the roll-up stays in the log of changes until the next one.

@@ -14,6 +14,7 @@ from campaigns.services import campaign_lead_add, campaign_pause, enrollment_sto
 from campaigns.unsubscribe import unsubscribe
 from conversions.refunds import refund_record
 from conversions.services import conversion_record
+from customers.erasure import customer_erase
 from customers.services import customer_match
 from tests.factories import (
     CampaignEmailFactory,
@@ -74,6 +75,8 @@ def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order
     campaign_lead_add(campaign=campaign, email="fay@example.com")
     unsubscribe(workspace=acme, email="fay@example.com")  # contact.unsubscribed, and her enrollment stops
     campaign_pause(campaign=campaign)
+    gus = customer_match(workspace=acme, channel="api", email="gus@example.com").customer
+    customer_erase(customer=gus)  # customer.erased
 
     work()
 

@@ -163,6 +163,7 @@ def test_one_worker_runs_every_periodic_job():
         "webhooks.purge": "17 3 * * *",
         "tasks.remove_old_jobs": "41 * * * *",
         "payments.purge": "29 3 * * *",
+        "rollups.retention_purge": "*/5 * * * *",
     }
 
 
