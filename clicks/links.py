@@ -35,12 +35,17 @@ _key = re.compile(KEY_PATTERN)
 _url_validator = URLValidator(schemes=["http", "https"])
 
 
-def link_key_check(key: str) -> str:
-    """`key` when it may name a link; 422 naming the rule it breaks otherwise (it may still be taken)."""
+def link_key_check(key: str, *, link_id: int | None = None) -> str:
+    """`key` when it may name a link (`link_id`'s, when it is changed); 422 naming the rule it breaks otherwise
+    (it may still be taken by a live link: the unique index says)."""
     if not _key.fullmatch(key):
         raise Unprocessable(KEY_RULE)
     if key.lower() in RESERVED_KEYS:
         raise Unprocessable(f"key is reserved: {key}")
+    # A key a link had before a change is never given to another link, as a deleted link's is not: emails and
+    # QR codes still carry it, and an email's signed click token names the key (clicks/recipients.py).
+    if LinkChange.objects.filter(before__key=key).exclude(link_id=link_id).exists():
+        raise Unprocessable(f"key is taken: {key}")
     return key
 
 
@@ -196,7 +201,7 @@ def link_update(
         for name, value in utm_fields.items():
             setattr(link, name, value)
     if "key" in changes and changes["key"] != link.key:
-        link.key = link_key_check(changes["key"])
+        link.key = link_key_check(changes["key"], link_id=link.pk)
     if "expires_at" in changes:
         link.expires_at = changes["expires_at"]
     if "fallback_url" in changes:

@@ -3,6 +3,7 @@ described in rollups/links_openapi.py). Here, above the apps it calls: campaigns
 (`Idempotency-Key`) and the roll-ups (a link's numbers)."""
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
@@ -223,10 +224,11 @@ class LinkViewSet(viewsets.ViewSet):
         data = parse(LinkChangeInput, request_json(request))
         link, who = _link(request, pk), {"token": request.auth}
         archived = data.pop("archived", None)
-        if data:
-            link = link_update(link=link, changes=data, **who)
-        if archived is not None:
-            link = link_archive(link=link, archived=archived, **who)
+        with transaction.atomic():  # the change and the archiving together, or neither
+            if data:
+                link = link_update(link=link, changes=data, **who)
+            if archived is not None:
+                link = link_archive(link=link, archived=archived, **who)
         return Response(link_out(_link(request, pk)))
 
     @extend_schema(**openapi.LINK_DELETE)

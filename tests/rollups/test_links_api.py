@@ -95,6 +95,20 @@ def test_keys_are_unique_across_workspaces_and_case_sensitive(api, acme_token, g
     assert _make(api, acme_token, key="Promo")["key"] == "Promo"
 
 
+@pytest.mark.django_db
+def test_a_key_changed_away_is_never_given_to_another_link(api, acme_token, globex_token):
+    link = _make(api, globex_token, key="spring")
+    assert _send(api, "PATCH", f"{LINKS}/{link['id']}", {"key": "summer"}, globex_token).status_code == 200
+    # Printed codes and sent emails still carry /l/spring: another workspace may not take it over.
+    assert_api_error(
+        api.post(LINKS, {"destination": "https://e.com/", "key": "spring"}, token=acme_token),
+        422,
+        "key is taken: spring",
+    )
+    # The link itself may have it back.
+    assert _send(api, "PATCH", f"{LINKS}/{link['id']}", {"key": "spring"}, globex_token).json()["key"] == "spring"
+
+
 def test_reserved_keys_cover_every_path_of_the_service():
     from django.urls import get_resolver
 
