@@ -6,7 +6,7 @@ import threading
 from collections import OrderedDict
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
 
@@ -93,7 +93,10 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     # altered one is ignored: the click stays an ordinary click.
     token = request.GET.get(RECIPIENT_PARAM)
     if click_id is not None and token and (send_id := recipient_verify(key=key, token=token)) is not None:
-        click_recipient_record(click_id=click_id, send_id=send_id)
+        try:
+            click_recipient_record(click_id=click_id, send_id=send_id)
+        except DatabaseError as exc:  # the click is stored: it stays an ordinary one, its id still handed out
+            logger.warning("email click not attributed (%s)", type(exc).__name__)
     # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
     labelled(CLICKS, "limited" if click_id is None else "recorded").inc()
     location = _uri(destination)
