@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from campaigns.digests import email_digest
 from campaigns.models import EmailSend, Enrollment, Suppression
+from clicks.models import Click
 from customers.models import Customer
 from lftrack.fields import iso_utc, optional
 
@@ -26,8 +27,12 @@ def person_erase(customer: Customer) -> None:
         state=State.STOPPED, stopped_at=now, next_send_at=None
     )
     enrollments.exclude(held_name="").update(held_name="")
-    EmailSend.objects.filter(workspace_id=customer.workspace_id, enrollment__customer=customer).update(
-        to_email="", error=""
+    sends = EmailSend.objects.filter(workspace_id=customer.workspace_id, enrollment__customer=customer)
+    sends.update(to_email="", error="")
+    # The clicks on their emails' tracked links (clicks/recipients.py) stay counted per step; what their browser
+    # said goes, as it does for the clicks their conversions came by (conversions/erasure.py).
+    Click.objects.filter(workspace_id=customer.workspace_id, email_send_id__in=sends.values("pk")).update(
+        user_agent="", referrer=""
     )
     if not customer.email:
         return

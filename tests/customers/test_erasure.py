@@ -16,6 +16,7 @@ from campaigns.digests import email_digest
 from campaigns.models import EmailSend, Enrollment, Suppression
 from campaigns.sending import run_pass
 from campaigns.services import suppression_add
+from clicks.models import Click, Link
 from conversions.models import ConversionEvent
 from customers.erasure import customer_erase, customer_export
 from customers.models import Customer, CustomerActivity
@@ -123,6 +124,13 @@ def person_everywhere(api, token, shop, acme) -> Customer:
         body=json.dumps({"customer": "cus_ADA", "customer_email": EMAIL.upper()}),
         received_at=timezone.now(),
     )
+    # A click on a tracked link of her email (clicks/recipients.py): known to be hers through the send.
+    Click.objects.create(
+        workspace=acme,
+        link=Link.objects.filter(workspace=acme).first(),
+        user_agent="AdaMailClient/2.0",
+        email_send_id=EmailSend.objects.get(enrollment__customer=ada).pk,
+    )
     events_dispatch(workspace_id=acme.pk)
     return ada
 
@@ -162,12 +170,13 @@ def numbers(api, token) -> dict:
 
 def test_erasure_leaves_no_trace_of_the_person_and_every_number_unchanged(api, acme, acme_token, shop):
     ada = person_everywhere(api, acme_token, shop, acme)
-    assert {t[2] for t in traces(EMAIL, NAME, "crm-ada", "cus_ADA", "AdaBrowser")} == {
+    assert {t[2] for t in traces(EMAIL, NAME, "crm-ada", "cus_ADA", "AdaBrowser", "AdaMailClient")} == {
         EMAIL,
         NAME,
         "crm-ada",
         "cus_ADA",
         "AdaBrowser",
+        "AdaMailClient",
     }
     before = numbers(api, acme_token)
     assert before["link"]["data"]  # the numbers are not empty
@@ -176,7 +185,8 @@ def test_erasure_leaves_no_trace_of_the_person_and_every_number_unchanged(api, a
     resp = api.delete(f"{CUSTOMERS}/{ada.pk}", HTTP_AUTHORIZATION=f"Bearer {acme_token.secret}")
     assert resp.status_code == 204, resp.content
 
-    assert traces(EMAIL, NAME, "crm-ada", "cus_ADA", "AdaBrowser", "mail.example/inbox", "img.example") == []
+    needles = (EMAIL, NAME, "crm-ada", "cus_ADA", "AdaBrowser", "AdaMailClient", "mail.example/inbox", "img.example")
+    assert traces(*needles) == []
     assert numbers(api, acme_token) == before
     numbers_roll_up()
     assert numbers(api, acme_token) == before
