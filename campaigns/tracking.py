@@ -6,6 +6,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import MD5
+from django.utils import timezone
 
 from campaigns.html import html_links, html_links_replace, text_links, text_links_replace
 from campaigns.models import CampaignEmail, EmailLink
@@ -50,9 +51,16 @@ def _known(step: CampaignEmail, destinations: list[str]) -> dict[str, str]:
     rows = (
         EmailLink.objects.annotate(digest=MD5("destination"))  # the unique index's expression, so it serves this
         .filter(campaign_email=step, digest__in=digests)
-        .values_list("destination", "link__key")
+        .values_list("destination", "link__key", "link__deleted_at", "link__expires_at")
     )
-    return {destination: key for destination, key in rows if destination in destinations}
+    now = timezone.now()
+    # A step's link deleted or expired in the back office or the API (clicks/links.py) is not sent again: its
+    # destination goes out as written, untracked, rather than as a link that no longer redirects there.
+    return {
+        destination: "" if deleted or (expires and expires <= now) else key
+        for destination, key, deleted, expires in rows
+        if destination in destinations
+    }
 
 
 def _post(step: CampaignEmail) -> Post:

@@ -11,6 +11,7 @@ from campaigns.models import CampaignEmail, EmailLink, EmailSend
 from campaigns.sending import run_pass
 from campaigns.services import campaign_email_add, campaign_lead_add
 from campaigns.steps import campaign_email_edit
+from clicks.links import link_delete
 from clicks.models import Click
 from conversions.step_numbers import campaign_step_numbers
 from lftrack.errors import Unprocessable
@@ -252,3 +253,19 @@ def test_our_own_unsubscribe_confirmation_and_tracked_links_written_in_a_step_ar
     for url in own:
         assert f'href="{url}"' in html and f"({url})" in text
     assert [link.destination for link in EmailLink.objects.all()] == ["https://shop.example/"]
+
+
+def test_a_steps_link_deleted_since_goes_out_untracked_to_its_destination(acme, html_campaign, clock, smtp_server):
+    campaign_lead_add(campaign=html_campaign, email="zoe@example.com", name="Zoë")
+    run_pass()
+    pricing = EmailLink.objects.get(campaign_email__campaign=html_campaign, destination="https://shop.example/pricing")
+    link_delete(link=pricing.link)  # in the back office or the API: it no longer redirects anywhere
+
+    campaign_lead_add(campaign=html_campaign, email="yan@example.com", name="Yan")
+    run_pass()
+    _, text, html = parts(smtp_server.received[-1][2])
+    assert "https://shop.example/pricing" in hrefs(html) and "(https://shop.example/pricing)" in text
+    tracked = [href for href in hrefs(html) if href.startswith("http://testserver/l/")]
+    assert [urlsplit(href).path for href in tracked] == [
+        f"/l/{EmailLink.objects.exclude(pk=pricing.pk).get().link.key}"
+    ]
