@@ -42,8 +42,8 @@ from django.test import Client  # noqa: E402
 
 from backoffice import imports  # noqa: E402
 from backoffice.contact_csv import contacts_read  # noqa: E402
+from clicks.links import link_add  # noqa: E402
 from clicks.models import Click  # noqa: E402
-from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 from workspaces.tokens import api_token_create  # noqa: E402
@@ -69,7 +69,7 @@ class TimedTransactions:
 def seed() -> tuple[object, str, str, list[str]]:
     workspace = workspace_create(slug=f"import-{secrets.token_hex(4)}", name="Import bench")
     token = api_token_create(workspace=workspace, name="bench").secret
-    link = link_create(workspace=workspace, destination="https://shop.example.com/", post_title="Bench")
+    link = link_add(workspace=workspace, destination="https://shop.example.com/", post_title="Bench")
     click = Click.objects.create(workspace=workspace, link=link)
     emails = [f"c{n}-{secrets.token_hex(3)}@example.com" for n in range(ROWS)]
     Customer.objects.bulk_create([Customer(workspace=workspace, email=e, source="api") for e in emails])

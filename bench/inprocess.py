@@ -45,8 +45,8 @@ from django.db import connection, transaction  # noqa: E402
 
 from bench.floor import application as app  # noqa: E402  (BENCH_FLOOR picks the level; default: lftrack)
 from bench.seed import webhook_endpoint  # noqa: E402  (BENCH_WEBHOOK=1: an endpoint wanting the events)
+from clicks.links import link_add  # noqa: E402
 from clicks.models import Click  # noqa: E402
-from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 from workspaces.tokens import api_token_create  # noqa: E402
@@ -57,7 +57,7 @@ def seed(clicks: int = 2000, customers: int = 1000) -> tuple[str, list[str]]:
         workspace = workspace_create(slug=f"inproc-{secrets.token_hex(4)}", name="In-process bench")
         token = api_token_create(workspace=workspace, name="bench").secret
         webhook_endpoint(workspace)
-        link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
+        link = link_add(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
         rows = Click.objects.bulk_create([Click(workspace=workspace, link=link) for _ in range(clicks)])
         Customer.objects.bulk_create(
             [
@@ -136,7 +136,7 @@ def main() -> None:
     if redirect:
         workspace = workspace_create(slug=f"inproc-{secrets.token_hex(4)}", name="In-process redirects")
         keys = [
-            link_create(
+            link_add(
                 workspace=workspace,
                 destination=f"https://shop.example.com/p/{i}?utm_source=bench",
                 post_title=f"Post {i % 20}",

@@ -50,11 +50,11 @@ import json, sys
 import django
 django.setup()
 from clicks.models import Click
-from clicks.services import link_create
+from clicks.links import link_add
 from payments.connections import connection_create
 from workspaces.services import api_token_create, workspace_create
 workspace = workspace_create(slug="bench-payments", name="Bench")
-link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
+link = link_add(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
 clicks = Click.objects.bulk_create([Click(workspace=workspace, link=link) for _ in range(int(sys.argv[1]))])
 connection = connection_create(workspace=workspace, provider="stripe", signing_secret=sys.argv[2]).connection
 print(json.dumps({"token": api_token_create(workspace=workspace, name="bench").secret,

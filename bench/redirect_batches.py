@@ -27,6 +27,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 
 from clicks import services  # noqa: E402
+from clicks.links import link_add  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 
 AGENT = (
@@ -37,9 +38,7 @@ AGENT = (
 def main() -> None:
     sizes = [int(arg) for arg in sys.argv[1:]] or [1, 2, 4, 8, 16, 32]
     workspace = workspace_create(slug=f"batches-{secrets.token_hex(4)}", name="Batches")
-    keys = [
-        services.link_create(workspace=workspace, destination=f"https://shop.example.com/p/{i}").key for i in range(200)
-    ]
+    keys = [link_add(workspace=workspace, destination=f"https://shop.example.com/p/{i}").key for i in range(200)]
 
     def visit(n: int) -> services._Visit:
         return services._Visit(

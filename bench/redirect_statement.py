@@ -35,12 +35,12 @@ import django  # noqa: E402
 
 django.setup()
 from clicks import services  # noqa: E402
-from clicks.services import link_create  # noqa: E402
+from clicks.links import link_add  # noqa: E402
 from webhooks.models import Endpoint  # noqa: E402
 from webhooks.secrets import secret_new, secret_seal  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 
-key = link_create(workspace=workspace_create(slug="shop", name="Shop"), destination="https://shop.example.com/").key
+key = link_add(workspace=workspace_create(slug="shop", name="Shop"), destination="https://shop.example.com/").key
 Endpoint.objects.create(
     workspace=workspace_create(slug="other", name="Other"),
     url="https://hooks.example.com/",

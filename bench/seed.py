@@ -19,8 +19,8 @@ django.setup()
 from django.db import transaction  # noqa: E402
 
 from campaigns.services import campaign_create, campaign_email_add  # noqa: E402
+from clicks.links import link_add  # noqa: E402
 from clicks.models import Click  # noqa: E402
-from clicks.services import link_create  # noqa: E402
 from customers.models import Customer  # noqa: E402
 from webhooks.events import EVENT_TYPES  # noqa: E402
 from webhooks.models import Endpoint  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
         workspace = workspace_create(slug=f"bench-{secrets.token_hex(4)}", name="Benchmark")
         token = api_token_create(workspace=workspace, name="bench").secret
         webhook_endpoint(workspace)
-        link = link_create(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
+        link = link_add(workspace=workspace, destination="https://shop.example.com/pricing", post_title="Bench")
         rows = Click.objects.bulk_create(
             [Click(workspace=workspace, link=link) for _ in range(clicks)], batch_size=5_000
         )

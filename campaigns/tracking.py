@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from campaigns.html import html_links, html_links_replace, text_links, text_links_replace
 from campaigns.models import CampaignEmail, EmailLink
-from clicks.models import Link, Post
+from clicks.links import link_add
+from clicks.models import Post
 from clicks.recipients import RECIPIENT_PARAM, recipient_token
-from clicks.services import link_create
 from lftrack.errors import Unprocessable
 
 
@@ -75,14 +75,12 @@ def _post(step: CampaignEmail) -> Post:
 def _create(step: CampaignEmail, post: Post, destination: str) -> str:
     try:
         with transaction.atomic():
-            link = link_create(workspace=post.workspace, destination=destination, post_title=post.title)
-            if link.post_id != post.pk:  # link_create found an older post of that title: use the step's
-                Link.objects.filter(pk=link.pk).update(post=post)
+            link = link_add(workspace=post.workspace, destination=destination, post=post)
             EmailLink.objects.create(
                 workspace_id=step.workspace_id, campaign_email=step, link=link, destination=destination
             )
             return link.key
-    except Unprocessable:  # a URL link_create refuses: left as it is, untracked
+    except Unprocessable:  # a URL link_add refuses: left as it is, untracked
         return ""
 
 

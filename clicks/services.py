@@ -1,4 +1,4 @@
-"""Link creation and click recording, including the `lf_cid` rewrite of destinations."""
+"""Click recording, including the `lf_cid` rewrite of destinations (links are made in clicks/links.py)."""
 
 import functools
 import logging
@@ -8,22 +8,18 @@ from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError
 
 from clicks.agents import referrer_domain, user_agent_describe
-from clicks.models import Click, Link, Post, new_click_id
+from clicks.models import Click, Link, new_click_id
 from lftrack.batching import Batcher
 from lftrack.db import prepared_cursor
-from lftrack.errors import Unprocessable
 from lftrack.ratelimit import Limit, ip_key, limit_exceeded
 from webhooks.outbox import emitted_sql, events_queue
 from workspaces.models import Workspace
 
 CLICK_PARAM = "lf_cid"
 logger = logging.getLogger("lftrack.redirect")
-_url_validator = URLValidator(schemes=["http", "https"])
 
 
 def destination_with_click_id(destination: str, click_id: str) -> str:
@@ -196,27 +192,3 @@ def link_destination(key: str) -> str | None:
 
 def _clean(value: str, limit: int) -> str:
     return value.replace("\x00", "")[:limit]
-
-
-@transaction.atomic
-def link_create(*, workspace: Workspace, destination: str, post_title: str | None = None) -> Link:
-    """A tracked link. `post_title` names an existing or new post; without it the link gets its own post."""
-    if len(destination) > 2048:
-        raise Unprocessable("destination is too long")
-    try:
-        _url_validator(destination)
-    except ValidationError:
-        raise Unprocessable("destination must be an http or https URL") from None
-    if post_title:
-        post = Post.objects.filter(workspace=workspace, title=post_title[:200]).order_by("pk").first()
-        if post is None:
-            post = Post.objects.create(workspace=workspace, title=post_title[:200])
-    else:
-        post = Post.objects.create(workspace=workspace, title=destination[:200])
-    for _ in range(5):  # a 48-bit key collides almost never; retry rather than fail when it does
-        try:
-            with transaction.atomic():
-                return Link.objects.create(workspace=workspace, post=post, destination=destination)
-        except IntegrityError:
-            continue
-    raise RuntimeError("could not allocate a unique link key")
