@@ -47,7 +47,7 @@ recent_links = _RecentLinks(size=10_000)
 # The overload policy (docs/deployment.md, "When PostgreSQL is slow or gone"): a click that the database
 # could not store within REDIRECT_DEADLINE (or at all) is answered without tracking, a 302 without a click
 # id (a 503 for a link this process has not served yet). A burst makes thousands a second: counted, with
-# a log line per interval, not per click; `untracked.total` is the process's count for a metric.
+# a log line per interval, not per click (the metric is lftrack_clicks_total{outcome="outage"}).
 untracked = IntervalCount(
     logger,
     "redirects answered without a click recorded: database unavailable or slow",

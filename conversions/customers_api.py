@@ -123,6 +123,14 @@ def customer_timeline(customer: Customer, *, after: tuple | None, limit: int) ->
     return [{**entry, "at": iso_utc(entry["at"])} for _, entry in page], (page[-1][0] if len(rows) > limit else None)
 
 
+def _customer(request, pk: str) -> Customer:
+    """The token's workspace's contact (of the token's mode) by id or `ext_` reference; 404 otherwise."""
+    customer = customer_by_reference(workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test)
+    if customer is None:
+        raise NotFound("unknown customer")
+    return customer
+
+
 class CustomerViewSet(viewsets.ViewSet):
     # workspaces/auth.py
     required_scopes = {
@@ -154,42 +162,26 @@ class CustomerViewSet(viewsets.ViewSet):
     @rate_limit(*READ_LIMITS)
     def activity(self, request, pk: str) -> Response:
         limit, after = page_position(request.query_params, ranked=True)
-        customer = customer_by_reference(
-            workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test
-        )
-        if customer is None:
-            raise NotFound("unknown customer")
+        customer = _customer(request, pk)
         data, last = customer_timeline(customer, after=after, limit=limit)
         return Response({"data": data, "next": None if last is None else cursor_encode(*last)})
 
     @extend_schema(**customers_openapi.CUSTOMER_RETRIEVE)
     @rate_limit(*READ_LIMITS)
     def retrieve(self, request, pk: str) -> Response:
-        workspace_id = request.auth.workspace_id
-        test = request.auth.is_test
-        customer = customer_by_reference(workspace_id=workspace_id, reference=pk, test=test)
-        if customer is None:
-            raise NotFound("unknown customer")
-        return Response(customers_out([customer], workspace_id, test=test)[customer.pk])
+        customer = _customer(request, pk)
+        return Response(customers_out([customer], request.auth.workspace_id, test=request.auth.is_test)[customer.pk])
 
     @extend_schema(**customers_openapi.CUSTOMER_EXPORT)
     @action(detail=True, methods=["get"])
     @rate_limit(*READ_LIMITS)
     def export(self, request, pk: str) -> Response:
-        customer = customer_by_reference(
-            workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test
-        )
-        if customer is None:
-            raise NotFound("unknown customer")
+        customer = _customer(request, pk)
         return Response(customer_export(customer=customer))
 
     @extend_schema(**customers_openapi.CUSTOMER_ERASE)
     @rate_limit(*ERASURE_LIMITS)
     def destroy(self, request, pk: str) -> Response:
-        customer = customer_by_reference(
-            workspace_id=request.auth.workspace_id, reference=pk, test=request.auth.is_test
-        )
-        if customer is None:
-            raise NotFound("unknown customer")
+        customer = _customer(request, pk)
         customer_erase(customer=customer)
         return Response(status=204)
