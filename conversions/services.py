@@ -48,6 +48,8 @@ _META = ConversionEvent._meta.get_field("meta")
 # The event row takes its click and link from the click itself: the lookup (scoped to the
 # workspace, so another workspace's click is unknown) and the insert are one round trip.
 # A sale repeating an invoice id inserts nothing (the unique index on it), whoever committed it first.
+# The click is locked as the foreign key's check would lock it: one deleted meanwhile (retention's purge) is
+# then no row, so `unknown click_id`, where the check would have failed the statement (a 500).
 # A backdated event (occurred_at sent) needs its click to have existed by then. Only then: the click's
 # created_at may come from PostgreSQL's clock (the redirect's now()) and ours may run a little behind.
 def _insert_sql(*, backdated: bool) -> str:
@@ -55,6 +57,7 @@ def _insert_sql(*, backdated: bool) -> str:
     return f"""INSERT INTO {ConversionEvent._meta.db_table} (workspace_id, click_id, link_id, {", ".join(_SENT)})
     SELECT workspace_id, id, link_id, {", ".join(f"%({column})s" for column in _SENT)}
     FROM {Click._meta.db_table} WHERE workspace_id = %(workspace_id)s AND click_id = %(click_key)s{since}
+    FOR KEY SHARE
     ON CONFLICT (workspace_id, invoice_id, is_test) WHERE invoice_id <> '' DO NOTHING
     RETURNING id, click_id, link_id, workspace_id, customer_id, event, is_test"""
 

@@ -1,9 +1,10 @@
 """Roll-ups against writers still open and against each other, on PostgreSQL: every row counted once."""
 
 import threading
+import time
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from clicks.models import Click
 from conversions.models import ConversionEvent
@@ -81,8 +82,24 @@ def test_a_conversion_on_a_click_being_purged_is_an_unknown_click_id_not_a_500(a
 
     threads, _ = start_threads(1, purge)
     assert deleted.wait(10)
-    threading.Timer(0.5, release.set).start()  # the lead below waits on the click's row until then
-    answer = api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token)
-    threads[0].join(10)
-    assert_api_error(answer, 422, "unknown click_id")
+    leads, answers = start_threads(
+        1, lambda i: api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token)
+    )
+    waiting_on_a_lock()  # the lead, on the click's row
+    release.set()
+    for thread in threads + leads:
+        thread.join(10)
+    assert_api_error(answers[0], 422, "unknown click_id")
     assert not ConversionEvent.objects.exists()
+
+
+def waiting_on_a_lock() -> None:
+    for _ in range(200):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return
+        time.sleep(0.05)
+    raise AssertionError("no session waited on a lock")
