@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, transaction
+from django.db.models import SET_NULL
 from django.utils import timezone
 
 from clicks.models import Click
@@ -40,13 +41,20 @@ _REFUNDS = Refund._meta.db_table
 # PostgreSQL turned that into a merge anti-join that read the conversions' click index from its start on every
 # batch (1.9 s a batch at 3,000,000 clicks); a subquery per click is one index probe each (docs/benchmarks.md,
 # "Retention's purge").
+# A click another app remembers (a foreign key that outlives it, SET_NULL: the payment connectors' subscription
+# and customer references) is kept as long as that row: a renewal without a click id is attributed to it.
+_KEPT = "".join(
+    f"\n  AND (SELECT 1 FROM {rel.related_model._meta.db_table} k WHERE k.{rel.field.column} = c.id LIMIT 1) IS NULL"
+    for rel in Click._meta.get_fields(include_hidden=True)
+    if rel.is_relation and rel.auto_created and not rel.concrete and rel.on_delete is SET_NULL
+)
 _DOOMED_SQL = f"""
 SELECT c.id FROM {_CLICKS} c
 WHERE c.workspace_id = %(workspace)s AND c.id <= %(bound)s AND c.created_at < %(cutoff)s
   AND (SELECT 1 FROM {_EVENTS} e WHERE e.click_id = c.id
          AND (e.id > %(events_mark)s OR e.occurred_at >= %(cutoff)s
               OR EXISTS (SELECT 1 FROM {_REFUNDS} r WHERE r.conversion_id = e.id AND r.id > %(refunds_mark)s))
-       LIMIT 1) IS NULL
+       LIMIT 1) IS NULL{_KEPT}
 ORDER BY c.id LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 """

@@ -2,12 +2,17 @@
 test mode, and what is refused."""
 
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from customers.models import Customer
 from payments.models import Delivery, Reference
+from rollups.retention import retention_purge
+from rollups.services import numbers_roll_up
 from tests.factories import ClickFactory, WorkspaceFactory
 from tests.payments.providers import (
     checkout_session,
@@ -19,6 +24,7 @@ from tests.payments.providers import (
     stripe_event,
     stripe_signed,
 )
+from workspaces.services import workspace_retention_set
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,6 +74,23 @@ def test_a_checkout_then_twelve_renewals_are_attributed_to_the_first_click(strip
     assert customer_row.email == "ada@example.com" and customer_row.external_id == ""  # cus_... is no external_id
     assert {s.customer_id for s in sales} == {customer_row.pk}
     assert Reference.objects.get(kind="customer", ref=customer).customer_id == customer_row.pk
+
+
+def test_retention_keeps_the_click_a_subscription_came_by_and_its_renewals_are_attributed(stripe_url, click):
+    subscribe(stripe_url, click)
+    customer, subscription = Reference.objects.get(kind="customer").ref, Reference.objects.get(kind="subscription").ref
+    stranger = ClickFactory(link=click.link, workspace=click.workspace)
+    long_ago = timezone.now() - timedelta(days=400)  # a yearly plan, a window of 365 days: its sale is past it
+    Click.objects.update(created_at=long_ago)
+    ConversionEvent.objects.update(occurred_at=long_ago)
+    numbers_roll_up()
+    workspace_retention_set(workspace=click.workspace, days=365)
+    assert retention_purge().clicks == 1
+    assert list(Click.objects.values_list("pk", flat=True)) == [click.pk]  # the stranger's went
+    answer = deliver(stripe_url, "invoice.paid", invoice(amount=4900, customer=customer, subscription=subscription))
+    assert answer.json()["outcome"] == "sale", answer.content
+    assert ConversionEvent.objects.get(pk=answer.json()["sale_id"]).click_id == click.pk
+    assert stranger.pk not in Click.objects.values_list("pk", flat=True)
 
 
 def test_the_first_invoice_before_its_checkout_is_recorded_once_when_the_checkout_arrives(stripe_url, click):
