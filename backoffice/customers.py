@@ -46,7 +46,7 @@ def suppression_of(outer: str = "") -> Exists:
 def with_totals(contacts: QuerySet) -> QuerySet:
     """Each contact's lifetime leads, sales and net revenue in their workspace's currency, from the stored totals
     (conversions.CustomerTotals): a join of one row each, unique per contact and currency, so the list sorts by
-    them without summing anyone's events (docs/backoffice.md, "Contacts")."""
+    them without summing anyone's events (docs/backoffice.md, "The pages")."""
     return contacts.annotate(
         counts_row=FilteredRelation("totals", condition=Q(totals__currency="")),
         main_row=FilteredRelation("totals", condition=Q(totals__currency=F("workspace__currency"))),

@@ -119,10 +119,10 @@ class CustomerTotals(models.Model):
     """A contact's lifetime numbers, kept exact by database triggers in the statement that writes each conversion
     and refund (migration 0011): the contacts list sorts by them and the customers API shows them, never summing
     a contact's events per row. `currency` '' is the row of leads and of sales in every currency; a sale's
-    currency keys its row of sales, revenue and refunds, so no sum mixes currencies (docs/api.md, "GET
-    /api/v1/customers"). A test contact's rows count its test-mode events, a live contact's its live ones (the
-    modes never share a contact). Rows stay when retention purges what they counted, as the roll-ups do; erasure
-    deletes them (conversions/erasure.py)."""
+    currency keys its row of sales, revenue and refunds, so no sum mixes currencies (docs/api.md,
+    "GET /api/v1/customers and GET /api/v1/customers/{id}"). A test contact's rows count its test-mode events, a
+    live contact's its live ones (the modes never share a contact). Rows stay when retention purges what they
+    counted, as the roll-ups do; erasure deletes them (conversions/erasure.py)."""
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
     # Not indexed alone: conversions_customertotals_one_per_currency leads with it.
