@@ -63,10 +63,11 @@ def test_an_owner_sorts_contacts_by_revenue_and_narrows_conversions_to_some_days
     assert "stranger@example.com" not in browser.page_source
 
     browser.get(base + reverse("admin:conversions_conversionevent_changelist"))
-    wait_css(wait, "form.lf-day-range")
+    by_css(wait_css(wait, "details[data-filter-title='date range (UTC)']"), "summary").click()  # its drop-down
     by_css(browser, "#lf-since").send_keys("03/04/2026")  # Chromium's date input types in the locale's order
     by_css(browser, "#lf-until").send_keys("03/06/2026")
     by_css(browser, "form.lf-day-range button").click()
     wait.until(lambda b: "since=2026-03-04" in b.current_url and "until=2026-03-06" in b.current_url)
     rows = browser.find_elements("css selector", "#result_list tbody tr")
     assert len(rows) == 1 and "15.00 USD" in rows[0].text
+    assert "Date range (UTC): 2026-03-04 to 2026-03-06" in by_css(browser, "#changelist-filter").text
