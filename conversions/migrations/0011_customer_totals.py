@@ -1,11 +1,9 @@
 """Each contact's lifetime leads, sales and revenue per currency (CustomerTotals), kept by triggers in the statement
-that writes a conversion or a refund, and filled from the rows there are.
+that writes a conversion or a refund. Only inserts count: a row purged by retention stays counted, as in the roll-ups,
+and erasure deletes the contact's totals itself (conversions/erasure.py).
 
-The triggers are created first: CREATE TRIGGER waits for the transactions writing conversions and refunds and holds
-their writers off until this migration commits, so the fill counts exactly the rows written before and the triggers
-every row after. The fill is two set-based statements, during which conversions and refunds wait (docs/benchmarks.md,
-"Contact totals: the fill"). Only inserts count: a row purged by retention stays counted, as in the roll-ups, and
-erasure deletes the contact's totals itself (conversions/erasure.py).
+Creating the triggers holds conversion and refund writers off for an instant only; the rows written before them are
+counted by the next migration, in short batches (0012_fill_customer_totals).
 """
 
 import django.db.models.deletion
@@ -36,7 +34,8 @@ CREATE TRIGGER conversions_customer_totals_add AFTER INSERT ON conversions_conve
 
 CREATE FUNCTION conversions_customer_totals_refund() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- An UPDATE only: the sale made the row. A sale of nobody (erased, or sent without a customer) has none.
+    -- An UPDATE only: the sale made the row (or, for a sale older than these triggers, the fill of 0012 makes it and
+    -- counts this refund). A sale of nobody (erased, or sent without a customer) has none.
     UPDATE {TOTALS} SET refunded_cents = LEAST(refunded_cents::numeric + NEW.amount_cents, {BIGINT_MAX})::bigint
     WHERE customer_id = (SELECT customer_id FROM conversions_conversionevent WHERE id = NEW.conversion_id)
       AND currency = NEW.currency;
@@ -46,21 +45,6 @@ CREATE TRIGGER conversions_customer_totals_refund AFTER INSERT ON conversions_re
     FOR EACH ROW EXECUTE FUNCTION conversions_customer_totals_refund();
 """
 
-FILL = [
-    f"""INSERT INTO {TOTALS} (workspace_id, customer_id, currency, leads, sales, revenue_cents)
-    SELECT MIN(workspace_id), customer_id, '', COUNT(*) FILTER (WHERE event = 'lead'),
-        COUNT(*) FILTER (WHERE event = 'sale'), 0
-    FROM conversions_conversionevent WHERE customer_id IS NOT NULL GROUP BY customer_id
-    UNION ALL
-    SELECT MIN(workspace_id), customer_id, currency, 0, COUNT(*),
-        LEAST(COALESCE(SUM(value_cents), 0), {BIGINT_MAX})::bigint
-    FROM conversions_conversionevent WHERE customer_id IS NOT NULL AND event = 'sale' GROUP BY customer_id, currency""",
-    f"""UPDATE {TOTALS} t SET refunded_cents = LEAST(r.refunded, {BIGINT_MAX})::bigint
-    FROM (SELECT e.customer_id, r.currency, SUM(r.amount_cents) AS refunded
-          FROM conversions_refund r JOIN conversions_conversionevent e ON e.id = r.conversion_id
-          WHERE e.customer_id IS NOT NULL GROUP BY 1, 2) r
-    WHERE t.customer_id = r.customer_id AND t.currency = r.currency""",
-]
 
 UNDO = """
 DROP TRIGGER IF EXISTS conversions_customer_totals_refund ON conversions_refund;
@@ -130,5 +114,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunSQL([TRIGGERS, *FILL], UNDO),
+        migrations.RunSQL(TRIGGERS, UNDO),
     ]

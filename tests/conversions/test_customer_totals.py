@@ -2,6 +2,8 @@
 statement that writes each conversion and refund, equal to plain sums of the rows at every moment, under concurrent
 writers too; test mode apart, erasure taking them, retention keeping them, the migration filling them."""
 
+import importlib
+
 import pytest
 import time_machine
 from django.db import connection
@@ -194,14 +196,22 @@ def test_concurrent_conversions_and_refunds_for_one_contact_keep_exact_totals(ac
     assert Refund.objects.count() == 6
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_migration_fills_the_totals_of_the_rows_there_were(acme, globex):
-    def migrate(*targets) -> None:
-        executor = MigrationExecutor(connection)
-        executor.migrate(list(targets) or executor.loader.graph.leaf_nodes())
-        connection.close()  # forget the prepared statements of the table dropped and made again
+def migrate(*targets) -> None:
+    """To `targets`; none: to the newest migration of every app, where every later test expects the schema."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(list(targets) or executor.loader.graph.leaf_nodes())
+    connection.close()  # forget the prepared statements of the table dropped and made again
 
-    ada, bob = CustomerFactory(workspace=acme), CustomerFactory(workspace=globex, is_test=True)
+
+@pytest.mark.django_db(transaction=True)
+def test_the_fill_counts_the_rows_before_the_triggers_and_the_triggers_the_rows_after(acme, globex, monkeypatch):
+    """Rows before 0011, rows between 0011 and 0012 (a refund of an older sale among them, and an erasure), in
+    batches of two contacts: afterwards every contact's totals equal the rows' sums, and a second fill changes
+    nothing."""
+    fill = importlib.import_module("conversions.migrations.0012_fill_customer_totals")
+    monkeypatch.setattr(fill, "BATCH", 2)
+    ada, bob, cy = (CustomerFactory(workspace=acme) for _ in range(3))
+    test_contact = CustomerFactory(workspace=globex, is_test=True)
     click, other = ClickFactory(link__post__workspace=acme), ClickFactory(link__post__workspace=globex)
     migrate(("conversions", "0010_conversion_of_erased"))
     try:
@@ -209,20 +219,31 @@ def test_the_migration_fills_the_totals_of_the_rows_there_were(acme, globex):
         sale = ConversionEventFactory(click=click, customer=ada, event="sale", value_cents=4900)
         ConversionEventFactory(click=click, customer=ada, event="sale", value_cents=2**53 - 1, currency="EUR")
         RefundFactory(conversion=sale, amount_cents=900)
-        RefundFactory(conversion=sale, amount_cents=100)
-        ConversionEventFactory(click=other, customer=bob, event="sale", value_cents=10, is_test=True)
+        ConversionEventFactory(click=click, customer=cy, event="sale", value_cents=700)
+        ConversionEventFactory(click=other, customer=test_contact, event="sale", value_cents=10, is_test=True)
         ConversionEventFactory(click=click, event="sale", value_cents=10)  # nobody's
+        migrate(("conversions", "0011_customer_totals"))
+        RefundFactory(conversion=sale, amount_cents=100)  # an older sale's refund, before the fill
+        ConversionEventFactory(click=click, customer=ada, event="lead")
+        ConversionEventFactory(click=click, customer=bob, event="sale", value_cents=300, currency="JPY")
+        customer_erase(customer=cy)
     finally:
         migrate()
-    assert stored(ada) == plain(ada)
-    assert stored(ada)["revenue"][1]["net_cents"] == 3900
-    assert stored(bob) == plain(bob)
+    for contact in (ada, bob, cy, test_contact):
+        assert stored(contact) == plain(contact), contact
+    assert stored(ada)["leads"] == 2 and stored(ada)["revenue"][1]["net_cents"] == 3900
     assert set(CustomerTotals.objects.values_list("workspace_id", "customer_id", "currency")) == {
         (acme.pk, ada.pk, ""),
         (acme.pk, ada.pk, "EUR"),
         (acme.pk, ada.pk, "USD"),
-        (globex.pk, bob.pk, ""),
-        (globex.pk, bob.pk, "USD"),
+        (acme.pk, bob.pk, ""),
+        (acme.pk, bob.pk, "JPY"),
+        (globex.pk, test_contact.pk, ""),
+        (globex.pk, test_contact.pk, "USD"),
     }
+    before = list(CustomerTotals.objects.order_by("pk").values())
+    with connection.schema_editor() as editor:
+        fill.fill(None, editor)  # run again: the same totals
+    assert list(CustomerTotals.objects.order_by("pk").values()) == before
     ConversionEventFactory(click=click, customer=ada, event="lead")  # and the triggers count what follows
-    assert stored(ada)["leads"] == 2
+    assert stored(ada)["leads"] == 3
