@@ -247,3 +247,26 @@ def test_the_fill_counts_the_rows_before_the_triggers_and_the_triggers_the_rows_
     assert list(CustomerTotals.objects.order_by("pk").values()) == before
     ConversionEventFactory(click=click, customer=ada, event="lead")  # and the triggers count what follows
     assert stored(ada)["leads"] == 3
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("round_", range(4))
+def test_erasure_racing_a_refund_and_a_conversion_leaves_no_totals_and_no_deadlock(acme, round_):
+    """The erasure, a refund of the person's sale and a new sale for the person, at once: none fails (no
+    deadlock), the erased contact keeps no totals, and a contact the sale made afterwards has exact ones."""
+    click = ClickFactory(link__post__workspace=acme)
+    sale = record(acme, click, "sale", 5000)
+    ada = Customer.objects.get(email=EMAIL)
+
+    def work(i: int):
+        if i == 0:
+            return customer_erase(customer=ada)
+        if i == 1:
+            return refund_record(workspace=acme, sale_id=sale.pk, amount_cents=1000)
+        return record(acme, click, "sale", 700)
+
+    results = run_in_threads(3, work)
+    assert [repr(r) for r in results if isinstance(r, Exception)] == []
+    assert not CustomerTotals.objects.filter(customer=ada).exists()
+    for contact in Customer.objects.filter(erased_at__isnull=True):
+        assert stored(contact) == plain(contact)
