@@ -9,7 +9,7 @@ from django.utils.html import format_html
 
 from backoffice.base import WorkspaceScopedAdmin
 from backoffice.exports import Column, CsvExportMixin
-from backoffice.filters import ModeFilter
+from backoffice.filters import DayRangeFilter, ModeFilter
 from backoffice.scoping import MEMBERS
 from conversions.models import ConversionEvent
 from conversions.selectors import refunded_of
@@ -32,7 +32,7 @@ class ConversionEventAdmin(CsvExportMixin, WorkspaceScopedAdmin):
     view_roles = MEMBERS
     list_display = ["occurred_at", "event", "value", "refunded", "event_name", "contact", "link_key", "post", "channel"]
     list_display_links = ["occurred_at"]
-    list_filter = [ModeFilter, "event", "channel", "workspace"]
+    list_filter = [ModeFilter, DayRangeFilter, "event", "channel", "workspace"]
     list_select_related = ["customer", "link__post", "click"]
     search_fields = ["customer__email", "customer__external_id", "event_name", "=click__click_id"]
     ordering = ["-occurred_at", "-pk"]

@@ -51,7 +51,11 @@ for page in \
   "contacts search|/admin/customers/customer/?q=person4242" \
   "contacts search, 1 match in both|/admin/customers/customer/?q=person4242%40" \
   "contacts filter (source=pixel)|/admin/customers/customer/?source__exact=pixel" \
+  "contacts by net revenue|/admin/customers/customer/?o=-7" \
+  "contacts by leads|/admin/customers/customer/?o=-5" \
   "contact page|/admin/customers/customer/$CONTACT/change/" \
+  "conversions list|/admin/conversions/conversionevent/" \
+  "conversions, 7 days|/admin/conversions/conversionevent/?since=$(date -u -d '7 days ago' +%F)&until=$(date -u +%F)" \
   "recipients list|/admin/campaigns/enrollment/?campaign__id__exact=$CAMPAIGN" \
   "recipients (state=active)|/admin/campaigns/enrollment/?campaign__id__exact=$CAMPAIGN&state__exact=active" \
   "campaigns list|/admin/campaigns/campaign/" \

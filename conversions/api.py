@@ -203,6 +203,9 @@ class ConversionViewSet(viewsets.ViewSet):
             "since": query_time(params, "since"),
             "until": query_time(params, "until"),
         }
+        # As GET /api/v1/analytics says it: an empty range is a mistake, not an empty page.
+        if filters["since"] is not None and filters["until"] is not None and filters["since"] > filters["until"]:
+            raise Unprocessable("since is after until")
         limit, after = page_position(params)
         page = conversions_page(
             workspace_id=request.auth.workspace_id,

@@ -31,7 +31,7 @@ ERASURE_LIMITS = (Limit("erasures-token", token_key, "RATELIMIT_ERASURES_TOKEN")
 def customers_out(customers: list[Customer], workspace_id: int, *, test: bool = False) -> dict[int, dict]:
     """Each contact's answer, by id: two queries for the whole page (totals, suppressions). `test`: the contacts
     are test ones (a test token reads them), with their test-mode totals and suppressions."""
-    totals = customer_totals(customer_ids=[c.pk for c in customers], test=test)
+    totals = customer_totals(customer_ids=[c.pk for c in customers])
     suppressions = suppressions_by_email(workspace_id=workspace_id, emails=[c.email for c in customers], test=test)
     out = {}
     for c in customers:

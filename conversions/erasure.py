@@ -3,13 +3,14 @@
 Their conversions and refunds stay, so every number stays true, but point to nobody: what they said of the
 person (`meta`, the `event_name` label, a refund's reason) goes, and so do the user agent and full referrer of
 the clicks they came by (the device, browser, OS and referrer domain read from them stay: no person is known
-by them, and the click breakdowns count them). The answers kept for safe retries that name them are dropped.
+by them, and the click breakdowns count them). The answers kept for safe retries that name them are dropped, and
+so are their lifetime totals (CustomerTotals).
 """
 
 from django.db.models import Q
 
 from clicks.models import Click
-from conversions.models import ConversionEvent, IdempotencyKey, Refund
+from conversions.models import ConversionEvent, CustomerTotals, IdempotencyKey, Refund
 from customers.models import Customer
 from lftrack.fields import iso_utc, optional
 
@@ -27,6 +28,9 @@ def person_erase(customer: Customer) -> None:
         workspace_id=customer.workspace_id,
     ).delete()
     conversions.update(customer=None, meta={}, event_name="")
+    # After the conversions: a refund in flight holds its sale, then its totals row; taking them in that order too
+    # never deadlocks with it. Their conversions now count for nobody, so the lifetime numbers go with the person.
+    CustomerTotals.objects.filter(workspace_id=customer.workspace_id, customer=customer).delete()
 
 
 def person_export(customer: Customer) -> dict:

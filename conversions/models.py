@@ -1,7 +1,7 @@
-"""ConversionEvent and IdempotencyKey."""
+"""ConversionEvent, Refund, CustomerTotals and IdempotencyKey."""
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from customers.models import Customer
 from lftrack.currencies import MONEY_MAX
@@ -113,6 +113,45 @@ class Refund(models.Model):
 
     def __str__(self) -> str:
         return f"refund #{self.pk} of sale #{self.conversion_id}"
+
+
+class CustomerTotals(models.Model):
+    """A contact's lifetime numbers, kept exact by database triggers in the statement that writes each conversion
+    and refund (migration 0011): the contacts list sorts by them and the customers API shows them, never summing
+    a contact's events per row. `currency` '' is the row of leads and of sales in every currency; a sale's
+    currency keys its row of sales, revenue and refunds, so no sum mixes currencies (docs/api.md,
+    "GET /api/v1/customers and GET /api/v1/customers/{id}"). A test contact's rows count its test-mode events, a
+    live contact's its live ones (the modes never share a contact). Rows stay when retention purges what they
+    counted, as the roll-ups do; erasure deletes them (conversions/erasure.py)."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Not indexed alone: conversions_customertotals_one_per_currency leads with it.
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="totals", db_index=False)
+    currency = models.CharField(max_length=3, blank=True)
+    leads = models.BigIntegerField(db_default=0)
+    sales = models.BigIntegerField(db_default=0)
+    # Sums saturate at the bigint maximum (1,024 sales of the largest amount): only abuse gets there, and a
+    # conversion never fails for its contact's total.
+    revenue_cents = models.BigIntegerField(db_default=0)  # gross, in the currency's minor unit
+    refunded_cents = models.BigIntegerField(db_default=0)
+    net_cents = models.GeneratedField(
+        expression=F("revenue_cents") - F("refunded_cents"), output_field=models.BigIntegerField(), db_persist=True
+    )
+
+    class Meta:
+        verbose_name = verbose_name_plural = "contact totals"
+        constraints = [
+            # The triggers' upserts name it (ON CONFLICT (customer_id, currency)); it serves the contacts list's join.
+            models.UniqueConstraint(
+                fields=["customer", "currency"], name="conversions_customertotals_one_per_currency"
+            ),
+            models.CheckConstraint(
+                condition=Q(currency="") | Q(currency__regex=r"^[A-Z]{3}$"), name="conversions_customertotals_currency"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"totals of contact #{self.customer_id} in {self.currency or 'counts'}"
 
 
 class IdempotencyKey(models.Model):

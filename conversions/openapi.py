@@ -74,6 +74,7 @@ READ_ERRORS = [
     "customer_id must be an integer",
     "since must be an ISO 8601 time with an offset",
     "until must be an ISO 8601 time with an offset",
+    "since is after until",
     *PAGE_ERRORS,
 ]
 
@@ -129,7 +130,9 @@ CONVERSION_LIST = {
         OpenApiParameter("link_id", int, description="Only the events of this link."),
         OpenApiParameter("customer_id", int, description="Only the events of this customer."),
         OpenApiParameter("since", OpenApiTypes.DATETIME, description="Events at or after this time (with an offset)."),
-        OpenApiParameter("until", OpenApiTypes.DATETIME, description="Events before this time (with an offset)."),
+        OpenApiParameter(
+            "until", OpenApiTypes.DATETIME, description="Events before this time (with an offset); not before `since`."
+        ),
         *PAGE_PARAMETERS,
     ],
     "responses": {

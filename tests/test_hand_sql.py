@@ -62,7 +62,6 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ],
     ("conversions.services", "_CLAIM_SQL"): _constant(conversions.services, "_CLAIM_SQL"),
     ("conversions.refunds", "_INSERT_SQL"): _constant(conversions.refunds, "_INSERT_SQL"),
-    ("conversions.selectors", "_TOTALS_SQL"): _constant(conversions.selectors, "_TOTALS_SQL"),
     ("customers.services", "_INSERT_OR_CANDIDATES_SQL"): _constant(customers.services, "_INSERT_OR_CANDIDATES_SQL"),
     ("customers.services", "_CANDIDATES_SQL"): _constant(customers.services, "_CANDIDATES_SQL"),
     ("customers.services", "_INSERTED_SQL"): _constant(customers.services, "_INSERTED_SQL"),

@@ -69,6 +69,7 @@ def test_filters(api, acme_token, events):
     assert ids(customer_id=ada.pk) == [sale.pk, lead.pk]
     assert ids(since="2026-03-01T13:00:00+00:00", until="2026-03-01T14:00:00Z") == [sale.pk]
     assert ids(since="2026-03-01T14:00:00 01:00") == [latest.pk, sale.pk]  # an unencoded "+"
+    assert ids(since="2026-03-01T13:00:00Z", until="2026-03-01T13:00:00Z") == []  # an empty range: not after
 
 
 def test_pages_follow_the_cursor_and_hold_under_new_inserts(api, acme_token, events, acme):
@@ -107,6 +108,8 @@ def test_cursor_is_stable_under_concurrent_inserts(api, acme_token, acme):
         ({"customer_id": "-1"}, "customer_id must be an integer"),
         ({"since": "yesterday"}, "since must be an ISO 8601 time with an offset"),
         ({"until": "2026-03-01T12:00:00"}, "until must be an ISO 8601 time with an offset"),
+        ({"since": "2026-03-02T00:00:00Z", "until": "2026-03-01T23:00:00Z"}, "since is after until"),
+        ({"since": "2026-03-01T12:00:00+01:00", "until": "2026-03-01T10:59:59Z"}, "since is after until"),
         ({"limit": "0"}, "limit must be 1 to 100"),
         ({"limit": "101"}, "limit must be 1 to 100"),
         ({"cursor": "bm90IGEgY3Vyc29y"}, "invalid cursor"),
