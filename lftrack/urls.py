@@ -9,6 +9,7 @@ from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import ConversionViewSet
 from conversions.customers_api import CustomerViewSet
+from customers.tags_api import CustomerTagViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.pixel_api import BrowserConversionViewSet
 from conversions.refunds_api import RefundViewSet
@@ -30,6 +31,7 @@ router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basenam
 router.register(r"campaigns/(?P<slug>[^/]+)/enrollments", CampaignEnrollmentViewSet, basename="campaign-enrollment")
 router.register("email-events", EmailEventViewSet, basename="email-event")
 router.register("customers", CustomerViewSet, basename="customer")
+router.register(r"customers/(?P<customer_id>[^/]+)/tags", CustomerTagViewSet, basename="customer-tag")
 router.register("analytics", AnalyticsViewSet, basename="analytics")
 router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
 router.register("links", LinkViewSet, basename="link")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import ProgrammingError, connection, transaction
 
+import campaigns.broadcast_sending
 import campaigns.confirmation
 import campaigns.selectors
 import campaigns.sending
@@ -114,8 +115,18 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ("rollups.selectors", "_click_kinds_sql(scope=scope)"): lambda: [rollups.selectors._click_kinds_sql(scope=SCOPE)],
     ("lftrack.views", "'SELECT 1'"): lambda: ["SELECT 1"],
     ("clicks.recipients", "_RECORD_SQL"): _constant(clicks.recipients, "_RECORD_SQL"),
-    ("conversions.step_numbers", "_CLICKS_SQL"): _constant(conversions.step_numbers, "_CLICKS_SQL"),
-    ("conversions.step_numbers", "_CONVERSIONS_SQL"): _constant(conversions.step_numbers, "_CONVERSIONS_SQL"),
+    ("clicks.recipients", "_BROADCAST_SQL"): _constant(clicks.recipients, "_BROADCAST_SQL"),
+    ("conversions.step_numbers", "clicks_sql"): lambda: [
+        conversions.step_numbers._CLICKS_SQL,
+        conversions.step_numbers._BROADCAST_CLICKS_SQL,
+    ],
+    ("conversions.step_numbers", "conversions_sql"): lambda: [
+        conversions.step_numbers._CONVERSIONS_SQL,
+        conversions.step_numbers._BROADCAST_CONVERSIONS_SQL,
+    ],
+    ("campaigns.broadcast_sending", "_CLAIM_SQL"): _constant(campaigns.broadcast_sending, "_CLAIM_SQL"),
+    ("campaigns.broadcast_sending", "_HANDING_OVER_SQL"): _constant(campaigns.broadcast_sending, "_HANDING_OVER_SQL"),
+    ("campaigns.broadcast_sending", "_ABANDONED_SQL"): _constant(campaigns.broadcast_sending, "_ABANDONED_SQL"),
     ("rollups.metrics", "_ROLLUP_LAG_SQL"): _constant(rollups.metrics, "_ROLLUP_LAG_SQL"),
     ("rollups.metrics", "_BACKLOG_SQL"): _constant(rollups.metrics, "_BACKLOG_SQL"),
     ("rollups.metrics", "_WEBHOOKS_SQL"): _constant(rollups.metrics, "_WEBHOOKS_SQL"),
