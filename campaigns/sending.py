@@ -148,7 +148,7 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
                     result.smtp_error = delivery.error
                     logger.error("email backend unavailable", extra={"error": delivery.error})
                     break
-            if more_broadcasts and not should_stop():
+            if more_broadcasts:  # a round is a sequence batch and a broadcast batch, even when told to stop
                 batch = broadcast_batch(now=timezone.now(), batch_size=batch_size, mailer=mailer)
                 labelled(EMAILS, "bounced").inc(batch.bounced)
                 result.sent += batch.sent
