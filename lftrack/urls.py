@@ -9,11 +9,11 @@ from campaigns.views import confirm, provider_hook, unsubscribe
 from clicks.views import follow_link
 from conversions.api import ConversionViewSet
 from conversions.customers_api import CustomerViewSet
-from customers.tags_api import CustomerTagViewSet
 from conversions.demo import demo_landing, demo_thanks
 from conversions.pixel_api import BrowserConversionViewSet
 from conversions.refunds_api import RefundViewSet
 from conversions.views import pixel_script
+from customers.tags_api import CustomerTagViewSet
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
 from payments.views import payment_hook

@@ -10,8 +10,15 @@ from django.db import close_old_connections
 from django.test import Client
 from django.utils import timezone
 
-from campaigns.broadcasts import broadcast_cancel, broadcast_pause, broadcast_progress, broadcast_resume
-from campaigns.broadcasts import broadcast_save, broadcast_schedule, broadcast_start
+from campaigns.broadcasts import (
+    broadcast_cancel,
+    broadcast_pause,
+    broadcast_progress,
+    broadcast_resume,
+    broadcast_save,
+    broadcast_schedule,
+    broadcast_start,
+)
 from campaigns.complaints import email_event_record
 from campaigns.models import Broadcast, BroadcastLink, BroadcastRecipient, Suppression
 from campaigns.segments import segment_save
