@@ -8,9 +8,6 @@ from django.db.models import Count
 from campaigns.models import BroadcastRecipient, EmailSend
 from workspaces.models import Workspace
 
-# The broadcast rows that took a place in the day: every one handed over or about to be.
-_COUNTED = (BroadcastRecipient.Status.RESERVED, BroadcastRecipient.Status.SENT, BroadcastRecipient.Status.FAILED)
-
 
 def daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:
     """How many more emails each workspace may send this UTC day, every send of the workspace counted (sequence
@@ -38,7 +35,9 @@ def daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]
         .values_list("workspace_id", "count")
     )
     broadcast = (
-        BroadcastRecipient.objects.filter(status__in=_COUNTED, **today)
+        # A recipient's sent_at is set when it is reserved (handed over or about to be) and cleared when it is
+        # put back: the (workspace, sent_at) index alone answers.
+        BroadcastRecipient.objects.filter(**today)
         .values("workspace_id")
         .annotate(count=Count("id"))
         .values_list("workspace_id", "count")

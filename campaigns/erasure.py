@@ -40,9 +40,9 @@ def person_erase(customer: Customer) -> None:
         status=BroadcastRecipient.Status.SKIPPED
     )
     recipients.update(to_email="", error="")
-    Click.objects.filter(
-        workspace_id=customer.workspace_id, broadcast_recipient_id__in=recipients.values("pk")
-    ).update(user_agent="", referrer="")
+    Click.objects.filter(workspace_id=customer.workspace_id, broadcast_recipient_id__in=recipients.values("pk")).update(
+        user_agent="", referrer=""
+    )
     if not customer.email:
         return
     digest = email_digest(workspace_id=customer.workspace_id, email=customer.email)

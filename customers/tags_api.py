@@ -33,6 +33,7 @@ def _customer(request, customer_id: str) -> Customer:
 
 class CustomerTagViewSet(viewsets.ViewSet):
     required_scopes = {"create": "customers:write", "destroy": "customers:write"}  # workspaces/auth.py
+    lookup_url_kwarg = "tag"
     lookup_value_regex = "[^/]+"
 
     @extend_schema(request=TagsInput, **tags_openapi.TAGS_ADD)
@@ -44,6 +45,6 @@ class CustomerTagViewSet(viewsets.ViewSet):
 
     @extend_schema(**tags_openapi.TAGS_REMOVE)
     @rate_limit(*TAG_LIMITS)
-    def destroy(self, request, customer_id: str, pk: str) -> Response:
+    def destroy(self, request, customer_id: str, tag: str) -> Response:
         customer = _customer(request, customer_id)
-        return Response({"id": customer.pk, "tags": contact_tags_remove(customer=customer, names=[pk])})
+        return Response({"id": customer.pk, "tags": contact_tags_remove(customer=customer, names=[tag])})

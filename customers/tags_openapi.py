@@ -23,7 +23,7 @@ class TagsOut(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField(), help_text="All their tags now, sorted.")
 
 
-_ID = OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")
+_ID = OpenApiParameter("customer_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="`12` or `ext_user_42`.")
 
 TAGS_ADD = {
     "operation_id": "customer_tags_add",

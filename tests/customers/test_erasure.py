@@ -12,8 +12,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
-from campaigns.digests import email_digest
 from campaigns.broadcasts import broadcast_save, broadcast_schedule
+from campaigns.digests import email_digest
 from campaigns.models import BroadcastRecipient, EmailSend, Enrollment, Suppression
 from campaigns.segments import segment_save
 from campaigns.sending import run_pass
