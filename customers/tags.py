@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from customers.models import ContactTag, Customer
 from lftrack.errors import Unprocessable
 
-MAX_TAGS = 50  # per contact (docs/security.md, bounds)
+MAX_TAGS = 50  # per contact (docs/security.md, "Tags, segments and broadcasts")
 MAX_TAG_LENGTH = 50
 # Letters, digits and a few separators: a tag is a word a marketer types, never markup, and a comma
 # separates tags in the back office's field and in a CSV cell.
