@@ -7,6 +7,7 @@ broadcast is sent, and prints emails per second. Checks that each recipient got 
 
     .venv/bin/python bench/broadcast.py                       # 100,000 recipients, one worker, batch 100
     .venv/bin/python bench/broadcast.py --count 20000 --workers 2 --keep
+    .venv/bin/python bench/broadcast.py --start-only          # the start alone: 100,000 recipients fixed
 
 Needs a PostgreSQL server it may create and drop a database on (--server, default the local one).
 The database is dropped at the end unless --keep.
@@ -87,6 +88,7 @@ def main() -> None:
     )
     parser.add_argument("--db", default="lftrack_broadcast_bench", help="scratch database (dropped and created)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    parser.add_argument("--start-only", action="store_true", help="time the start (recipients fixed), send nothing")
     args = parser.parse_args()
 
     admin = psycopg.connect(f"{args.server}/postgres", autocommit=True)
@@ -121,6 +123,11 @@ def main() -> None:
             [sys.executable, "-c", BROADCAST], cwd=ROOT, env=env, check=True, capture_output=True, text=True
         )
         start = json.loads(made.stdout.strip().splitlines()[-1])
+        if args.start_only:
+            print(
+                json.dumps({**start, "load_average": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()})
+            )
+            return
         load_before = os.getloadavg()
         seconds = run_workers(args.workers, env=env, batch_size=args.batch_size)
         with psycopg.connect(database_url) as conn:

@@ -14,6 +14,7 @@ import pytest
 from django.db import ProgrammingError, connection, transaction
 
 import campaigns.broadcast_sending
+import campaigns.broadcasts
 import campaigns.confirmation
 import campaigns.selectors
 import campaigns.sending
@@ -34,7 +35,7 @@ import rollups.services
 import webhooks.delivery
 import webhooks.outbox
 import workspaces.tokens
-from campaigns.models import CampaignLead
+from campaigns.models import Broadcast, CampaignLead, Segment
 from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from rollups.models import CampaignNumberDelta, DailyTotals, LinkTotals
@@ -50,6 +51,23 @@ SCOPE = "x.workspace_id = %(workspace)s" + rollups.selectors._link_scope(link_id
 
 def _constant(module, name: str) -> Callable[[], Iterable[str]]:
     return lambda: [getattr(module, name)]
+
+
+def _broadcast_start_sql() -> str:
+    """The start of a broadcast whose segment has every filter (ids need not exist: the statement is only planned)."""
+    filters = {
+        "tags": ["vip"],
+        "sources": ["api"],
+        "campaign_id": 1,
+        "enrollment_states": ["active"],
+        "converted": True,
+        "first_touch_post_id": 1,
+        "first_touch_link_id": 1,
+        "created_from": "2026-01-01",
+        "created_to": "2026-02-01",
+    }
+    broadcast = Broadcast(pk=1, workspace_id=1, segment=Segment(workspace_id=1, filters=filters))
+    return campaigns.broadcasts.start_sql(broadcast=broadcast)[0]
 
 
 # (module, the statement's expression at its cursor.execute) -> the statements it can be, to EXPLAIN.
@@ -124,6 +142,7 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
         conversions.step_numbers._CONVERSIONS_SQL,
         conversions.step_numbers._BROADCAST_CONVERSIONS_SQL,
     ],
+    ("campaigns.broadcasts", "*start_sql(broadcast=locked)"): lambda: [_broadcast_start_sql()],
     ("campaigns.broadcast_sending", "_CLAIM_SQL"): _constant(campaigns.broadcast_sending, "_CLAIM_SQL"),
     ("campaigns.broadcast_sending", "_HANDING_OVER_SQL"): _constant(campaigns.broadcast_sending, "_HANDING_OVER_SQL"),
     ("campaigns.broadcast_sending", "_ABANDONED_SQL"): _constant(campaigns.broadcast_sending, "_ABANDONED_SQL"),
