@@ -6,6 +6,7 @@ itself (its name, sidebar and home page) is backoffice/site.py.
 """
 
 from backoffice import (  # noqa: F401  (they register)
+    broadcasts,
     campaigns,
     clicks,
     conversions,

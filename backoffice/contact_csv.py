@@ -11,11 +11,11 @@ from django.core.exceptions import ValidationError
 # in parts or through the API.
 MAX_ROWS = 1000
 MAX_BYTES = 1_000_000
-COLUMNS = ("email", "name", "external_id")
+COLUMNS = ("email", "name", "external_id", "tags")  # tags: comma-separated in one cell
 
 
 def contacts_read(data: bytes) -> tablib.Dataset:
-    """The file's rows as (email, name, external_id), stripped, blank lines skipped; other columns are ignored.
+    """The file's rows as (email, name, external_id, tags), stripped, blank lines skipped; other columns are ignored.
 
     Raises ValidationError with a message for the person who uploaded it: too big, not UTF-8 text, a NUL
     character (PostgreSQL's text cannot hold one), no usable header, a row wider than the header, or more than

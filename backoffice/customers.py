@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, F, FilteredRelation, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, FilteredRelation, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Lower
 from django.http import HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
@@ -26,8 +26,9 @@ from campaigns.models import Campaign, Suppression
 from campaigns.services import campaign_lead_add, suppression_add
 from conversions.selectors import customer_totals
 from customers.erasure import customer_erase, customer_export
-from customers.models import Customer
+from customers.models import ContactTag, Customer
 from customers.services import customer_match
+from customers.tags import MAX_TAG_LENGTH, MAX_TAGS, contact_tags, contact_tags_set, tags_parse
 from lftrack.db import as_id
 from lftrack.errors import ServiceError
 
@@ -73,6 +74,42 @@ class SuppressedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class TagFilter(admin.SimpleListFilter):
+    """Contacts with one tag: the tags of the workspaces the user sees, the most used first (a bounded list)."""
+
+    title = "tag"
+    parameter_name = "tag"
+
+    def lookups(self, request, model_admin):
+        tags = (
+            model_admin.scoped(ContactTag.objects.all(), request)
+            .values("name")
+            .annotate(uses=Count("pk"))
+            .order_by("-uses", "name")[:50]
+        )
+        return [(row["name"], row["name"]) for row in tags]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(Exists(ContactTag.objects.filter(customer=OuterRef("pk"), name=self.value())))
+        return queryset
+
+
+class TagsForm(forms.Form):
+    tags = forms.CharField(
+        required=False,
+        max_length=MAX_TAGS * (MAX_TAG_LENGTH + 2),
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text=f"Comma-separated, at most {MAX_TAGS}; stored lower-cased. Segments select contacts by tag.",
+    )
+
+    def clean_tags(self) -> list[str]:
+        try:
+            return tags_parse(self.cleaned_data["tags"])
+        except ServiceError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
 class ContactAddForm(WorkspaceChoiceForm):
     email = forms.EmailField(max_length=254, required=False)
     name = forms.CharField(max_length=200, required=False)
@@ -111,11 +148,11 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         "is_suppressed",
         "created_at",
     ]
-    list_filter = [ModeFilter, ("source", titled("how they came in")), SuppressedFilter, "workspace"]
+    list_filter = [ModeFilter, ("source", titled("how they came in")), SuppressedFilter, TagFilter, "workspace"]
     search_fields = ["email", "name", "external_id"]
     ordering = ["-created_at", "-pk"]
     fieldsets = [
-        ("Identity", {"fields": ["email", "name", "external_id", "avatar"]}),
+        ("Identity", {"fields": ["email", "name", "external_id", "avatar", "tag_list"]}),
         ("How they came in", {"fields": ["source", "mode", "created_at", "updated_at", "suppression"]}),
     ]
     readonly_fields = [
@@ -128,8 +165,11 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         "created_at",
         "updated_at",
         "suppression",
+        "tag_list",
     ]
     suppress_roles = OWNERS
+    # Tags are a marketer's labels, not identity: every member may set them.
+    tag_roles = MEMBERS
     # Erasing or exporting a person (GDPR articles 17, 15): owners only (docs/privacy.md).
     erase_roles = OWNERS
     actions = ["enroll_contacts", "suppress_contacts"]
@@ -197,7 +237,39 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
             self.admin_site.admin_view(self.person_export_view),
             name="customers_customer_person_export",
         )
-        return [enroll, erase, export, *super().get_urls()]
+        tags = path(
+            "<path:object_id>/tags/", self.admin_site.admin_view(self.tags_view), name="customers_customer_tags"
+        )
+        return [enroll, erase, export, tags, *super().get_urls()]
+
+    def tags_view(self, request, object_id):
+        """The contact's tags as one comma-separated field, set through contact_tags_set."""
+        contact = self.get_object(request, unquote(object_id))
+        if contact is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.allowed(request, self.tag_roles, contact):
+            raise PermissionDenied
+        form = TagsForm(request.POST or None, initial={"tags": ", ".join(contact_tags(contact))})
+        if request.method == "POST" and form.is_valid():
+            try:
+                tags = contact_tags_set(customer=contact, names=form.cleaned_data["tags"])
+            except ServiceError as exc:
+                form.add_error("tags", exc.message)
+            else:
+                self.message_user(request, f"Tags of {contact}: {', '.join(tags) or 'none'}.", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:customers_customer_change", args=[contact.pk]))
+        return self.render_screen(
+            request,
+            "admin/backoffice/form.html",
+            {"form": form, "submit_label": "Save tags", "intro": f"Tags of {contact}."},
+            title="Tags",
+        )
+
+    @admin.display(description="tags")
+    def tag_list(self, obj: Customer) -> str:
+        tags = contact_tags(obj)
+        edit = reverse("admin:customers_customer_tags", args=[obj.pk])
+        return format_html('{} <a href="{}">Edit tags</a>', ", ".join(tags) or "none", edit)
 
     def erase_view(self, request, object_id):
         """Owners: a confirmation, then `customer_erase` (docs/privacy.md, "Erasing a person"); editors get 403."""

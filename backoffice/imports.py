@@ -33,6 +33,7 @@ from backoffice.scoping import visible_workspaces
 from backoffice.uploads import UploadLost, upload_drop, upload_keep, upload_take
 from customers.models import Customer
 from customers.services import customer_match
+from customers.tags import contact_tags_add, tags_parse
 from lftrack.errors import ServiceError
 from workspaces.models import Workspace
 
@@ -45,11 +46,13 @@ _email = EmailValidator(message="Enter a valid email address.")
 
 
 class ContactResource(resources.Resource):
-    """email, name, external_id: a contact per row, matched in `workspace`."""
+    """email, name, external_id, tags: a contact per row, matched in `workspace`, given the row's tags (added to any
+    they have: an import never removes a tag)."""
 
     email = fields.Field(column_name="email")
     name = fields.Field(column_name="name")
     external_id = fields.Field(column_name="external_id")
+    tags = fields.Field(column_name="tags")
 
     def __init__(self, workspace: Workspace | None = None, **kwargs):
         super().__init__(**kwargs)
@@ -86,7 +89,10 @@ class ContactResource(resources.Resource):
         result.row_values = values = {name: row[name] for name in LIMITS}
         try:
             _check(values)
+            tags = _tags(row.get("tags", ""))
             match = customer_match(workspace=self.workspace, channel=Customer.Channel.MANUAL, **values)
+            if tags:
+                contact_tags_add(customer=match.customer, names=tags)
         except ValidationError as exc:
             result.import_type, result.validation_error = RowResult.IMPORT_TYPE_INVALID, exc
             return result
@@ -142,6 +148,14 @@ def _batches(rows: list[dict[str, str]]) -> list[list[int]]:
                 batches.append([])
             batches[-1].extend(part)
     return [sorted(batch) for batch in batches if batch]
+
+
+def _tags(cell: str) -> list[str]:
+    """The row's tags, comma-separated in one cell, checked as the API checks them."""
+    try:
+        return tags_parse(cell)
+    except ServiceError as exc:
+        raise ValidationError({"tags": exc.message}) from None
 
 
 def _check(values: dict) -> None:

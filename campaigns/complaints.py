@@ -9,7 +9,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from campaigns.models import Campaign, EmailSend, Suppression
+from campaigns.broadcasts import broadcast_pause
+from campaigns.models import Broadcast, BroadcastRecipient, Campaign, EmailSend, Suppression
 from campaigns.services import campaign_pause, suppression_add
 from customers.selectors import customer_by_email
 from lftrack.errors import Unprocessable
@@ -57,6 +58,10 @@ def email_event_record(
         send = _latest_send(workspace=workspace, email=email)
     if send is not None:
         _complaint_mark(send)
+    elif named:
+        recipient = BroadcastRecipient.objects.filter(workspace=workspace, message_id__in=named).first()
+        if recipient is not None:
+            _broadcast_complaint_mark(recipient)
     return suppression
 
 
@@ -98,6 +103,27 @@ def _complaint_mark(send: EmailSend) -> None:
                 "sends": sends,
                 "complaints": complaints,
             },
+        )
+
+
+def _broadcast_complaint_mark(recipient: BroadcastRecipient) -> None:
+    """A complaint about a broadcast's message (found by its Message-ID): marked, and the broadcast paused past the
+    same threshold, over its own messages."""
+    broadcast = Broadcast.objects.select_for_update(no_key=True).get(pk=recipient.broadcast_id)
+    marked = BroadcastRecipient.objects.filter(pk=recipient.pk, complained_at__isnull=True).update(
+        complained_at=timezone.now()
+    )
+    if not marked or broadcast.status != Broadcast.Status.SENDING:
+        return
+    stats = BroadcastRecipient.objects.filter(broadcast=broadcast).aggregate(
+        sends=Count("pk", filter=Q(status=BroadcastRecipient.Status.SENT) | Q(complained_at__isnull=False)),
+        complaints=Count("pk", filter=Q(complained_at__isnull=False)),
+    )
+    if complaint_threshold_reached(sends=stats["sends"], complaints=stats["complaints"]):
+        broadcast_pause(broadcast=broadcast)
+        logger.warning(
+            "broadcast paused for complaints",
+            extra={"broadcast_id": broadcast.pk, "workspace_id": broadcast.workspace_id, **stats},
         )
 
 

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from campaigns.digests import email_digest
-from campaigns.models import EmailSend, Enrollment, Suppression
+from campaigns.models import BroadcastRecipient, EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from customers.models import Customer
 from lftrack.fields import iso_utc, optional
@@ -34,6 +34,15 @@ def person_erase(customer: Customer) -> None:
     Click.objects.filter(workspace_id=customer.workspace_id, email_send_id__in=sends.values("pk")).update(
         user_agent="", referrer=""
     )
+    # Their broadcast messages stay counted per broadcast, without the address; one not sent yet never will be.
+    recipients = BroadcastRecipient.objects.filter(customer=customer)
+    recipients.filter(status__in=[BroadcastRecipient.Status.PENDING, BroadcastRecipient.Status.HELD]).update(
+        status=BroadcastRecipient.Status.SKIPPED
+    )
+    recipients.update(to_email="", error="")
+    Click.objects.filter(workspace_id=customer.workspace_id, broadcast_recipient_id__in=recipients.values("pk")).update(
+        user_agent="", referrer=""
+    )
     if not customer.email:
         return
     digest = email_digest(workspace_id=customer.workspace_id, email=customer.email)
@@ -55,7 +64,7 @@ def person_erase(customer: Customer) -> None:
 
 
 def person_export(customer: Customer) -> dict:
-    """Their enrollments, the emails sent to them, and their address's suppression."""
+    """Their enrollments, the emails sent to them (sequence steps and broadcasts), and their address's suppression."""
     enrollments = Enrollment.objects.filter(workspace_id=customer.workspace_id, customer=customer).select_related(
         "campaign"
     )
@@ -92,6 +101,17 @@ def person_export(customer: Customer) -> dict:
                 "complained_at": s.complained_at and iso_utc(s.complained_at),
             }
             for s in sends.order_by("sent_at", "pk")
+        ],
+        "broadcasts": [
+            {
+                "broadcast": r.broadcast.name,
+                "subject": r.broadcast.subject,
+                "to": optional(r.to_email),
+                "status": r.status,
+                "sent_at": r.sent_at and iso_utc(r.sent_at),
+                "complained_at": r.complained_at and iso_utc(r.complained_at),
+            }
+            for r in BroadcastRecipient.objects.filter(customer=customer).select_related("broadcast").order_by("pk")
         ],
         "suppressions": [
             {"reason": s.reason, "since": iso_utc(s.created_at)} for s in suppressions.order_by("created_at", "pk")

@@ -296,3 +296,146 @@ class ProviderHook(models.Model):
 
     def __str__(self) -> str:
         return f"email provider webhooks of workspace {self.workspace_id}"
+
+
+class Segment(models.Model):
+    """A saved filter over a workspace's contacts (campaigns/segments.py compiles `filters` to one query)."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    name = models.CharField(max_length=200)
+    # {"tags": [...], "sources": [...], "campaign_id": ..., "enrollment_states": [...], "converted": bool,
+    # "first_touch_post_id": ..., "first_touch_link_id": ..., "created_from": "YYYY-MM-DD", "created_to": ...},
+    # checked by campaigns/segments.py before it is saved.
+    filters = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="campaigns_segment_one_per_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Broadcast(models.Model):
+    """A one-off email to a segment (docs/email.md, "Broadcasts"): its recipients are fixed when it starts
+    (BroadcastRecipient rows), then the sender mails them beside the sequences (campaigns/broadcast_sending.py)."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        SCHEDULED = "scheduled"  # starts at scheduled_at ("send now" schedules it for now)
+        SENDING = "sending"  # recipients fixed; the sender works through them
+        PAUSED = "paused"  # recipients complained too often, or paused by hand; resuming sends the rest
+        SENT = "sent"  # every recipient done
+        CANCELLED = "cancelled"
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    segment = models.ForeignKey(Segment, on_delete=models.PROTECT, related_name="broadcasts")
+    name = models.CharField(max_length=200)
+    subject = models.CharField(max_length=255)
+    # As a step's (campaigns/steps.py): the plain text, and for an HTML broadcast its Markdown and sanitized HTML.
+    body = models.TextField()
+    markdown = models.TextField(blank=True, default="")
+    html = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    # The number of recipients fixed at the start (the progress bar's whole).
+    total = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["draft", "scheduled", "sending", "paused", "sent", "cancelled"]),
+                name="campaigns_broadcast_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(markdown="", html="") | (~Q(markdown="") & ~Q(html="")),
+                name="campaigns_broadcast_html_from_markdown",
+            ),
+        ]
+        indexes = [
+            # The sender's look for broadcasts due to start: a handful of rows at most.
+            models.Index(fields=["scheduled_at"], condition=Q(status="scheduled"), name="campaigns_broadcast_due"),
+            models.Index(fields=["workspace", "-created_at"], name="campaigns_broadcast_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class BroadcastRecipient(models.Model):
+    """One contact a broadcast mails, fixed when it starts; unique per (broadcast, contact), so none is mailed
+    twice, and its state is the message's, as an EmailSend's (campaigns/broadcast_sending.py)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # fixed at the start, not yet taken by a sender
+        HELD = "held"  # pending while its broadcast is paused: out of the sender's index until resumed
+        RESERVED = "reserved"  # a sender has it, not yet handed to SMTP: certainly not sent
+        SENT = "sent"
+        FAILED = "failed"  # refused for good, or handed over with no answer recorded (unconfirmed)
+        SKIPPED = "skipped"  # suppressed, or the contact lost their address or was erased, before it went
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Not indexed alone: the unique (broadcast, customer) leads with it.
+    broadcast = models.ForeignKey(Broadcast, on_delete=models.CASCADE, related_name="recipients", db_index=False)
+    customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="broadcast_recipients")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    to_email = models.CharField(max_length=254, blank=True, default="")
+    message_id = models.CharField(max_length=255, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    sent_at = models.DateTimeField(null=True, blank=True)
+    complained_at = models.DateTimeField(null=True, blank=True)
+    # As EmailSend.reserved_by: the backend pid of the worker holding a `reserved` row.
+    reserved_by = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["broadcast", "customer"], name="campaigns_broadcastrecipient_once"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "held", "reserved", "sent", "failed", "skipped"]),
+                name="campaigns_broadcastrecipient_status_valid",
+            ),
+        ]
+        indexes = [
+            # The sender's claim: per workspace, the pending recipients in id order (a fair share of each workspace's;
+            # campaigns/broadcast_sending.py). Rows leave it as they are taken, so it stays the size of the backlog.
+            models.Index(
+                fields=["workspace", "id"], condition=Q(status="pending"), name="campaigns_bcrecipient_pending"
+            ),
+            # The daily limit counts a workspace's broadcast emails of the day beside its sequence emails.
+            models.Index(fields=["workspace", "sent_at"], name="campaigns_bcrecipient_daily"),
+            # Progress (sent / total / failed) per broadcast, and a broadcast's complaint rate.
+            models.Index(fields=["broadcast", "status"], name="campaigns_bcrecipient_progress"),
+            # Each pass looks for reservations of dead workers: a handful of rows at most.
+            models.Index(fields=["reserved_by"], condition=Q(status="reserved"), name="campaigns_bcrecipient_reserved"),
+            # A provider's complaint names the message by its Message-ID (campaigns/complaints.py).
+            models.Index(
+                fields=["workspace", "message_id"], condition=~Q(message_id=""), name="campaigns_bcrecipient_message"
+            ),
+        ]
+
+
+class BroadcastLink(models.Model):
+    """The tracked link standing for one destination in one broadcast, as EmailLink is for a step."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    broadcast = models.ForeignKey(Broadcast, on_delete=models.CASCADE, related_name="links", db_index=False)
+    link = models.OneToOneField("clicks.Link", on_delete=models.CASCADE, related_name="broadcast_link")
+    destination = models.URLField(max_length=2048)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                "broadcast", models.functions.MD5("destination"), name="campaigns_broadcastlink_one_per_destination"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.destination

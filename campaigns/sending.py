@@ -34,14 +34,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Count
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from campaigns.broadcast_sending import broadcast_batch, broadcasts_recover
+from campaigns.broadcasts import broadcasts_start_due
 from campaigns.confirmation import confirmations_send
+from campaigns.daily_limits import daily_allowance, next_utc_midnight
 from campaigns.digests import suppression_keys
 from campaigns.html import html_placeholders_fill
 from campaigns.mail import message_id_new, step_message
@@ -82,6 +83,7 @@ class PassResult:
     test: int = 0  # test contacts' steps: recorded as `test` sends, mailed to nobody
     smtp_error: str = ""  # the pass ended early because the email backend could not be used
     confirmations: int = 0  # double opt-in emails (campaigns/confirmation.py)
+    broadcast: int = 0  # of `sent`, broadcast messages (campaigns/broadcast_sending.py)
 
     def counts(self) -> dict[str, int]:
         return {"sent": self.sent, "deferred": self.deferred, "skipped": self.skipped}
@@ -93,6 +95,7 @@ class PassResult:
         self.failed += other.failed
         self.test += other.test
         self.confirmations += other.confirmations
+        self.broadcast += other.broadcast
 
     @property
     def idle(self) -> bool:
@@ -126,6 +129,11 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
     try:
         _recover(now=timezone.now())
         result.confirmations = confirmations_send(now=timezone.now(), mailer=mailer)
+        broadcasts_recover()
+        broadcasts_start_due(now=timezone.now())
+        more_broadcasts = True
+        # A sequence batch, then a broadcast batch, in turns: a broadcast of 100,000 holds the sequence emails
+        # (of every workspace, its own too) back by one batch at most, and the other way round.
         while True:
             reservations, more = _reserve(now=timezone.now(), batch_size=batch_size, result=result)
             if reservations:
@@ -140,7 +148,20 @@ def run_pass(*, batch_size: int = BATCH_SIZE, should_stop: Callable[[], bool] = 
                     result.smtp_error = delivery.error
                     logger.error("email backend unavailable", extra={"error": delivery.error})
                     break
-            if not more or should_stop():
+            if more_broadcasts:  # a round is a sequence batch and a broadcast batch, even when told to stop
+                batch = broadcast_batch(now=timezone.now(), batch_size=batch_size, mailer=mailer)
+                labelled(EMAILS, "bounced").inc(batch.bounced)
+                result.sent += batch.sent
+                result.failed += batch.failed
+                result.skipped += batch.skipped
+                result.deferred += batch.deferred
+                result.broadcast += batch.sent
+                more_broadcasts = batch.more
+                if batch.smtp_error:
+                    result.smtp_error = batch.smtp_error
+                    logger.error("email backend unavailable", extra={"error": batch.smtp_error})
+                    break
+            if not (more or more_broadcasts) or should_stop():
                 break
     finally:
         mailer.close()
@@ -278,13 +299,13 @@ def _reserve(*, now: datetime, batch_size: int, result: PassResult) -> tuple[lis
                 continue
             to_send.append((enrollment, step))
 
-        allowance = _daily_allowance({e.workspace_id for e, _ in to_send if not e.is_test}, now=now)
+        allowance = daily_allowance({e.workspace_id for e, _ in to_send if not e.is_test}, now=now)
         backend_pid = connection.connection.info.backend_pid  # this worker, for as long as it lives
         reservations: list[_Reservation] = []
         tests: list[EmailSend] = []
         for enrollment, step in to_send:
             if not enrollment.is_test and allowance[enrollment.workspace_id] <= 0:
-                enrollment.next_send_at = _next_utc_midnight(now)  # the next window; never dropped
+                enrollment.next_send_at = next_utc_midnight(now)  # the next window; never dropped
                 result.deferred += 1
                 continue
             # Test mode: the step is recorded and the enrollment moves on; nobody is mailed.
@@ -422,41 +443,6 @@ def _reservation_isolated(
             },
         )
         return None
-
-
-def _daily_allowance(workspace_ids: set[int], *, now: datetime) -> dict[int, int]:
-    """How many more emails each workspace may send this UTC day, every send of the workspace counted (test
-    sends mail nobody: not counted).
-
-    The workspace rows are locked (in id order, so workers never deadlock) until this transaction
-    commits its reservations: a second worker waits here, then counts this one's rows. FOR NO KEY
-    UPDATE does not block inserts that reference the workspace (conversions, enrollments).
-    """
-    if not workspace_ids:
-        return {}
-    limits = dict(
-        Workspace.objects.select_for_update(no_key=True)
-        .filter(pk__in=workspace_ids)
-        .order_by("pk")
-        .values_list("pk", "daily_send_limit")
-    )
-    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    used = dict(
-        EmailSend.objects.filter(workspace_id__in=workspace_ids, sent_at__gte=day, sent_at__lt=day + timedelta(days=1))
-        .exclude(status=EmailSend.Status.TEST)
-        .values("workspace_id")
-        .annotate(count=Count("id"))
-        .values_list("workspace_id", "count")
-    )
-    default = settings.DEFAULT_DAILY_SEND_LIMIT
-    return {
-        workspace_id: max(0, (default if limit is None else limit) - used.get(workspace_id, 0))
-        for workspace_id, limit in limits.items()
-    }
-
-
-def _next_utc_midnight(now: datetime) -> datetime:
-    return now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tracked links in campaign emails: one Link per step and destination, each recipient's click signed to their send."""
+"""Tracked links in campaign emails and broadcasts: one Link per step (or broadcast) and destination, each recipient's click signed to them."""
 
 import hashlib
 from urllib.parse import quote
@@ -9,10 +9,10 @@ from django.db.models.functions import MD5
 from django.utils import timezone
 
 from campaigns.html import html_links, html_links_replace, text_links, text_links_replace
-from campaigns.models import CampaignEmail, EmailLink
+from campaigns.models import Broadcast, BroadcastLink, CampaignEmail, EmailLink
 from clicks.links import link_add
 from clicks.models import Post
-from clicks.recipients import RECIPIENT_PARAM, recipient_token
+from clicks.recipients import RECIPIENT_PARAM, broadcast_recipient_token, recipient_token
 from lftrack.errors import Unprocessable
 
 
@@ -46,11 +46,16 @@ def _ours(url: str) -> bool:
     return any(url.startswith(base + path) for path in _OURS)
 
 
-def _known(step: CampaignEmail, destinations: list[str]) -> dict[str, str]:
+def _known(step: CampaignEmail | Broadcast, destinations: list[str]) -> dict[str, str]:
     digests = [hashlib.md5(url.encode(), usedforsecurity=False).hexdigest() for url in destinations]
+    links = (
+        EmailLink.objects.filter(campaign_email=step)
+        if isinstance(step, CampaignEmail)
+        else BroadcastLink.objects.filter(broadcast=step)
+    )
     rows = (
-        EmailLink.objects.annotate(digest=MD5("destination"))  # the unique index's expression, so it serves this
-        .filter(campaign_email=step, digest__in=digests)
+        links.annotate(digest=MD5("destination"))  # the unique index's expression, so it serves this
+        .filter(digest__in=digests)
         .values_list("destination", "link__key", "link__deleted_at", "link__expires_at")
     )
     now = timezone.now()
@@ -84,16 +89,61 @@ def _create(step: CampaignEmail, post: Post, destination: str) -> str:
         return ""
 
 
-def tracked_url(*, key: str, send_id: int) -> str:
-    token = recipient_token(key=key, send_id=send_id)
+def tracked_url(*, key: str, send_id: int | None = None, broadcast_recipient_id: int | None = None) -> str:
+    if broadcast_recipient_id is not None:
+        token = broadcast_recipient_token(key=key, recipient_id=broadcast_recipient_id)
+    else:
+        assert send_id is not None
+        token = recipient_token(key=key, send_id=send_id)
     return f"{settings.PUBLIC_BASE_URL}/l/{key}?{RECIPIENT_PARAM}={quote(token, safe=':')}"
 
 
-def links_track(*, html: str, text: str, keys: dict[str, str], send_id: int) -> tuple[str, str]:
-    """The step's HTML and text with each tracked destination replaced by its link, signed for `send_id`."""
+def links_track(
+    *, html: str, text: str, keys: dict[str, str], send_id: int | None = None, broadcast_recipient_id: int | None = None
+) -> tuple[str, str]:
+    """The step's (or broadcast's) HTML and text with each tracked destination replaced by its link, signed for
+    `send_id` (or `broadcast_recipient_id`)."""
 
     def replace(url: str) -> str | None:
         key = keys.get(url)
-        return tracked_url(key=key, send_id=send_id) if key else None
+        return tracked_url(key=key, send_id=send_id, broadcast_recipient_id=broadcast_recipient_id) if key else None
 
     return html_links_replace(html, replace) if html else "", text_links_replace(text, replace)
+
+
+def broadcast_links_ensure(broadcast: Broadcast) -> dict[str, str]:
+    """email_links_ensure for a broadcast: its links, in a post of its own, created under its row lock."""
+    destinations = list(dict.fromkeys([*html_links(broadcast.html), *text_links(broadcast.body)]))
+    destinations = [url for url in destinations if len(url) <= 2048 and not _ours(url)]
+    if not destinations:
+        return {}
+    known = _known(broadcast, destinations)
+    if len(known) < len(destinations):
+        with transaction.atomic():
+            Broadcast.objects.select_for_update().filter(pk=broadcast.pk).first()
+            known = _known(broadcast, destinations)
+            first = (
+                BroadcastLink.objects.filter(broadcast=broadcast).select_related("link__post").order_by("pk").first()
+            )
+            if first is not None:
+                post = first.link.post
+            else:
+                post = Post.objects.create(
+                    workspace_id=broadcast.workspace_id, title=f"Broadcast: {broadcast.name}"[:200]
+                )
+            for destination in destinations:
+                if destination not in known:
+                    known[destination] = _broadcast_create(broadcast, post, destination)
+    return known
+
+
+def _broadcast_create(broadcast: Broadcast, post: Post, destination: str) -> str:
+    try:
+        with transaction.atomic():
+            link = link_add(workspace=post.workspace, destination=destination, post=post)
+            BroadcastLink.objects.create(
+                workspace_id=broadcast.workspace_id, broadcast=broadcast, link=link, destination=destination
+            )
+            return link.key
+    except Unprocessable:  # a URL link_add refuses: left as it is, untracked
+        return ""

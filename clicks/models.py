@@ -127,6 +127,8 @@ class Click(models.Model):
     # A click on a campaign email's link whose signed token checked out: the EmailSend (so the enrollment, step
     # and contact) it came from. A plain id: campaigns sit above clicks (docs/email.md, "Tracked links").
     email_send_id = models.BigIntegerField(null=True, blank=True)
+    # The same for a broadcast's link: the BroadcastRecipient (so the broadcast and contact) it came from.
+    broadcast_recipient_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["click_id"], name="clicks_click_one_per_click_id")]
@@ -139,6 +141,11 @@ class Click(models.Model):
                 fields=["email_send_id"],
                 condition=models.Q(email_send_id__isnull=False),
                 name="clicks_click_email_send",
+            ),
+            models.Index(
+                fields=["broadcast_recipient_id"],
+                condition=models.Q(broadcast_recipient_id__isnull=False),
+                name="clicks_click_bc_recipient",
             ),
             # Retention's purge: a workspace's oldest clicks, in id order (rollups/retention.py); replaced the
             # workspace_id index one for one.

@@ -1,5 +1,5 @@
-"""The signed recipient token of a campaign email's tracked link (`?lf_e=<send id>:<signature>` on `/l/<key>`), and
-the click it attributes."""
+"""The signed recipient token of a campaign email's tracked link (`?lf_e=<send id>:<signature>` on `/l/<key>`, or
+`b<recipient id>:<signature>` for a broadcast's), and the click it attributes."""
 
 from django.core import signing
 from django.db import connection, transaction
@@ -19,15 +19,33 @@ def recipient_token(*, key: str, send_id: int) -> str:
     return _signer(key).sign(str(send_id))
 
 
-def recipient_verify(*, key: str, token: str) -> int | None:
-    """The send id a token of link `key` carries, or None for a forged, altered or foreign one."""
+def broadcast_recipient_token(*, key: str, recipient_id: int) -> str:
+    # A `b` before the id: a sequence send's token and a broadcast recipient's never stand for each other.
+    return _signer(key).sign(f"b{recipient_id}")
+
+
+def _unsigned(key: str, token: str) -> str | None:
     if not token or len(token) > 100:
         return None
     try:
-        value = _signer(key).unsign(token)
+        return _signer(key).unsign(token)
     except signing.BadSignature:
         return None
-    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def recipient_verify(*, key: str, token: str) -> int | None:
+    """The send id a token of link `key` carries, or None for a forged, altered or foreign one."""
+    value = _unsigned(key, token)
+    return int(value) if value is not None and value.isdigit() and len(value) < 19 else None
+
+
+def broadcast_recipient_verify(*, key: str, token: str) -> int | None:
+    """The broadcast recipient id a token of link `key` carries, or None."""
+    value = _unsigned(key, token)
+    if value is None or not value.startswith("b"):
+        return None
+    number = value[1:]
+    return int(number) if number.isdigit() and len(number) < 19 else None
 
 
 def click_recipient_record(*, click_id: str, send_id: int) -> None:
@@ -44,8 +62,19 @@ def click_recipient_record(*, click_id: str, send_id: int) -> None:
         cursor.execute(_RECORD_SQL, {"send_id": send_id, "click_id": click_id})
 
 
+def click_broadcast_record(*, click_id: str, recipient_id: int) -> None:
+    """As click_recipient_record, for a broadcast's link: the click comes from that broadcast recipient."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_ASYNC_COMMIT_SQL)
+        cursor.execute(_BROADCAST_SQL, {"recipient_id": recipient_id, "click_id": click_id})
+
+
 _ASYNC_COMMIT_SQL = "SET LOCAL synchronous_commit TO OFF"
 _RECORD_SQL = f"""
 UPDATE {Click._meta.db_table} SET email_send_id = %(send_id)s
 WHERE click_id = %(click_id)s AND email_send_id IS NULL
+"""
+_BROADCAST_SQL = f"""
+UPDATE {Click._meta.db_table} SET broadcast_recipient_id = %(recipient_id)s
+WHERE click_id = %(click_id)s AND broadcast_recipient_id IS NULL
 """

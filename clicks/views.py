@@ -11,7 +11,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_safe
 
 from clicks.bots import is_bot
-from clicks.recipients import RECIPIENT_PARAM, click_recipient_record, recipient_verify
+from clicks.recipients import (
+    RECIPIENT_PARAM,
+    broadcast_recipient_verify,
+    click_broadcast_record,
+    click_recipient_record,
+    recipient_verify,
+)
 from clicks.services import click_follow, destination_with_click_id, link_destination
 from lftrack.batching import Abandoned, IntervalCount
 from lftrack.metrics import BACKEND_ERRORS, CLICKS, labelled
@@ -92,9 +98,12 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     # A campaign email's link: its signed token names the send (so the step and contact). A forged or
     # altered one is ignored: the click stays an ordinary click.
     token = request.GET.get(RECIPIENT_PARAM)
-    if click_id is not None and token and (send_id := recipient_verify(key=key, token=token)) is not None:
+    if click_id is not None and token:
         try:
-            click_recipient_record(click_id=click_id, send_id=send_id)
+            if (send_id := recipient_verify(key=key, token=token)) is not None:
+                click_recipient_record(click_id=click_id, send_id=send_id)
+            elif (recipient_id := broadcast_recipient_verify(key=key, token=token)) is not None:
+                click_broadcast_record(click_id=click_id, recipient_id=recipient_id)
         except DatabaseError as exc:  # the click is stored: it stays an ordinary one, its id still handed out
             logger.warning("email click not attributed (%s)", type(exc).__name__)
     # Past the click limit, or to a gone link's fallback, the visitor is redirected with nothing recorded.

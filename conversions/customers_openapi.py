@@ -132,7 +132,11 @@ class CustomerExportOut(serializers.Serializer):
     )
     refunds = serializers.ListField(child=serializers.DictField(), help_text="The refunds of their sales.")
     enrollments = serializers.ListField(child=serializers.DictField(), help_text="Their campaign enrollments.")
+    tags = serializers.ListField(child=serializers.CharField(), help_text="Their tags.")
     emails = serializers.ListField(child=serializers.DictField(), help_text="The campaign emails sent to them.")
+    broadcasts = serializers.ListField(
+        child=serializers.DictField(), help_text="The broadcasts they were a recipient of, and what became of each."
+    )
     suppressions = serializers.ListField(child=serializers.DictField(), help_text="Their address's suppression.")
     payment_references = serializers.ListField(
         child=serializers.DictField(), help_text="The payment provider's ids that stand for them."

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from customers.models import Customer, CustomerActivity
+from customers.models import ContactTag, Customer, CustomerActivity
 from lftrack.errors import NotFound
 from lftrack.fields import iso_utc, optional
 from webhooks.models import Event
@@ -69,6 +69,7 @@ def customer_erase(*, customer: Customer) -> dict:
         for _, erase, _ in _parts():
             erase(locked)
         _activities_erase(locked)
+        ContactTag.objects.filter(customer=locked).delete()  # labels put on the person
         _events_erase(locked)
         now = timezone.now()
         Customer.objects.filter(pk=locked.pk).update(
@@ -151,6 +152,7 @@ def customer_export(*, customer: Customer) -> dict:
                 workspace_id=customer.workspace_id, customer=customer
             ).order_by("created_at", "pk")
         ],
+        "tags": sorted(ContactTag.objects.filter(customer=customer).values_list("name", flat=True)),
     }
     for _, _, export in _parts():
         out.update(export(customer))

@@ -98,3 +98,29 @@ class CustomerActivity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} ({self.channel})"
+
+
+class ContactTag(models.Model):
+    """A label on a contact (many per contact), written lower-cased: "VIP" and "vip" are one tag
+    (customers/tags.py; segments select contacts by it, campaigns/segments.py)."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Not indexed alone: the unique (customer, name) leads with it.
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="tags", db_index=False)
+    name = models.CharField(max_length=50)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "name"], name="customers_contacttag_one_per_name"),
+            models.CheckConstraint(
+                condition=Q(name=Lower("name")) & ~Q(name=""), name="customers_contacttag_name_lower"
+            ),
+        ]
+        indexes = [
+            # A segment's "tagged X": the workspace's contacts with that tag, and the tag list of the back office.
+            models.Index(fields=["workspace", "name", "customer"], name="customers_contacttag_by_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -13,6 +13,7 @@ from conversions.demo import demo_landing, demo_thanks
 from conversions.pixel_api import BrowserConversionViewSet
 from conversions.refunds_api import RefundViewSet
 from conversions.views import pixel_script
+from customers.tags_api import CustomerTagViewSet
 from lftrack.openapi import OpenApiView
 from lftrack.views import healthz, home, readyz
 from payments.views import payment_hook
@@ -30,6 +31,7 @@ router.register(r"campaigns/(?P<slug>[^/]+)/leads", CampaignLeadViewSet, basenam
 router.register(r"campaigns/(?P<slug>[^/]+)/enrollments", CampaignEnrollmentViewSet, basename="campaign-enrollment")
 router.register("email-events", EmailEventViewSet, basename="email-event")
 router.register("customers", CustomerViewSet, basename="customer")
+router.register(r"customers/(?P<customer_id>[^/]+)/tags", CustomerTagViewSet, basename="customer-tag")
 router.register("analytics", AnalyticsViewSet, basename="analytics")
 router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
 router.register("links", LinkViewSet, basename="link")

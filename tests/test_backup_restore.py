@@ -20,6 +20,8 @@ from django.apps import apps
 from django.core.management import call_command
 from django.db import connection
 
+from campaigns.broadcasts import broadcast_save, broadcast_schedule
+from campaigns.segments import segment_save
 from rollups.models import CampaignNumberDelta
 from tests.conftest import ApiClient, database_url
 from tests.faults.conftest import running_gunicorn
@@ -88,6 +90,14 @@ def fill(receiver: Receiver) -> str:
     refund = api.post(f"/api/v1/conversions/{sale.json()['id']}/refunds", {"amount_cents": 1200}, token=token)
     leads = api.post(f"/api/v1/campaigns/{demo['campaign']['slug']}/leads", {"email": "cy@example.com"}, token=token)
     assert [lead.status_code, sale.status_code, refund.status_code, leads.status_code] == [201, 201, 201, 201]
+    # A tag, a segment of it, and a broadcast to it with a tracked link, mailed by the pass below.
+    tagged = api.post(f"/api/v1/customers/{lead.json()['customer']['id']}/tags", {"tags": ["vip"]}, token=token)
+    assert tagged.status_code == 200, tagged.content
+    segment = segment_save(workspace=workspace, name="VIPs", filters={"tags": ["vip"]})
+    news = broadcast_save(
+        workspace=workspace, segment=segment, name="News", subject="News", markdown="See [it](https://shop.example/)"
+    )
+    broadcast_schedule(broadcast=news)
     emitted("send_due_emails", "--once")
     emitted("suppress", workspace.slug, "cy@example.com", "--reason", "unsubscribed")
     emitted("email_hooks", "create", workspace.slug, "--signing-key", "mailgun=key-" + secrets.token_hex(8))

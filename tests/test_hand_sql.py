@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from django.db import ProgrammingError, connection, transaction
 
+import campaigns.broadcast_sending
+import campaigns.broadcasts
 import campaigns.confirmation
 import campaigns.selectors
 import campaigns.sending
@@ -33,7 +35,7 @@ import rollups.services
 import webhooks.delivery
 import webhooks.outbox
 import workspaces.tokens
-from campaigns.models import CampaignLead
+from campaigns.models import Broadcast, CampaignLead, Segment
 from clicks.models import Click
 from conversions.models import ConversionEvent, Refund
 from rollups.models import CampaignNumberDelta, DailyTotals, LinkTotals
@@ -49,6 +51,23 @@ SCOPE = "x.workspace_id = %(workspace)s" + rollups.selectors._link_scope(link_id
 
 def _constant(module, name: str) -> Callable[[], Iterable[str]]:
     return lambda: [getattr(module, name)]
+
+
+def _broadcast_start_sql() -> str:
+    """The start of a broadcast whose segment has every filter (ids need not exist: the statement is only planned)."""
+    filters = {
+        "tags": ["vip"],
+        "sources": ["api"],
+        "campaign_id": 1,
+        "enrollment_states": ["active"],
+        "converted": True,
+        "first_touch_post_id": 1,
+        "first_touch_link_id": 1,
+        "created_from": "2026-01-01",
+        "created_to": "2026-02-01",
+    }
+    broadcast = Broadcast(pk=1, workspace_id=1, segment=Segment(workspace_id=1, filters=filters))
+    return campaigns.broadcasts.start_sql(broadcast=broadcast)[0]
 
 
 # (module, the statement's expression at its cursor.execute) -> the statements it can be, to EXPLAIN.
@@ -113,8 +132,19 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ("rollups.selectors", "_click_kinds_sql(scope=scope)"): lambda: [rollups.selectors._click_kinds_sql(scope=SCOPE)],
     ("lftrack.views", "'SELECT 1'"): lambda: ["SELECT 1"],
     ("clicks.recipients", "_RECORD_SQL"): _constant(clicks.recipients, "_RECORD_SQL"),
-    ("conversions.step_numbers", "_CLICKS_SQL"): _constant(conversions.step_numbers, "_CLICKS_SQL"),
-    ("conversions.step_numbers", "_CONVERSIONS_SQL"): _constant(conversions.step_numbers, "_CONVERSIONS_SQL"),
+    ("clicks.recipients", "_BROADCAST_SQL"): _constant(clicks.recipients, "_BROADCAST_SQL"),
+    ("conversions.step_numbers", "clicks_sql"): lambda: [
+        conversions.step_numbers._CLICKS_SQL,
+        conversions.step_numbers._BROADCAST_CLICKS_SQL,
+    ],
+    ("conversions.step_numbers", "conversions_sql"): lambda: [
+        conversions.step_numbers._CONVERSIONS_SQL,
+        conversions.step_numbers._BROADCAST_CONVERSIONS_SQL,
+    ],
+    ("campaigns.broadcasts", "*start_sql(broadcast=locked)"): lambda: [_broadcast_start_sql()],
+    ("campaigns.broadcast_sending", "_CLAIM_SQL"): _constant(campaigns.broadcast_sending, "_CLAIM_SQL"),
+    ("campaigns.broadcast_sending", "_HANDING_OVER_SQL"): _constant(campaigns.broadcast_sending, "_HANDING_OVER_SQL"),
+    ("campaigns.broadcast_sending", "_ABANDONED_SQL"): _constant(campaigns.broadcast_sending, "_ABANDONED_SQL"),
     ("rollups.metrics", "_ROLLUP_LAG_SQL"): _constant(rollups.metrics, "_ROLLUP_LAG_SQL"),
     ("rollups.metrics", "_BACKLOG_SQL"): _constant(rollups.metrics, "_BACKLOG_SQL"),
     ("rollups.metrics", "_WEBHOOKS_SQL"): _constant(rollups.metrics, "_WEBHOOKS_SQL"),

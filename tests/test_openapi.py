@@ -43,6 +43,8 @@ ENROLLMENTS = "/api/v1/campaigns/{slug}/enrollments"
 CUSTOMER = "/api/v1/customers/{id}"
 ACTIVITY = "/api/v1/customers/{id}/activity"
 EXPORT = "/api/v1/customers/{id}/export"
+TAGS = "/api/v1/customers/{customer_id}/tags"
+TAG = "/api/v1/customers/{customer_id}/tags/{tag}"
 ANALYTICS = "/api/v1/analytics"
 WEBHOOKS = "/api/v1/webhooks"
 WEBHOOK = "/api/v1/webhooks/{id}"
@@ -123,6 +125,8 @@ def test_every_v1_operation_is_described():
         (LINK, "get"),
         (LINK, "patch"),
         (LINK, "delete"),
+        (TAGS, "post"),
+        (TAG, "delete"),
     }
 
 
@@ -583,6 +587,57 @@ SCENARIOS.update(
 )
 
 
+def _tags_path(w) -> str:
+    return TAGS.replace("{customer_id}", str(w["enrolled"].customer_id))
+
+
+def _tag_path(w) -> str:
+    return TAG.replace("{customer_id}", str(w["enrolled"].customer_id)).replace("{tag}", "vip")
+
+
+def _broken(method: str, path_of, body, target: str, error: type[Exception]):
+    """A scenario whose service raises: the unexpected error (500) or the database's (503)."""
+
+    def scenario(api, w):
+        with mock.patch(target, side_effect=error("boom")):
+            return _send(api, w, method, path_of(w), body)
+
+    return scenario
+
+
+def _tag_writer(w) -> str:
+    return api_token_create(workspace=w["workspace"], name="reader", scopes=["read"]).secret
+
+
+SCENARIOS.update(
+    {
+        (TAGS, "post"): {
+            "200": lambda api, w: _send(api, w, "POST", _tags_path(w), {"tags": ["VIP"]}),
+            "400": lambda api, w: _send(api, w, "POST", _tags_path(w), raw="{"),
+            "401": lambda api, w: _send(api, w, "POST", _tags_path(w), {"tags": ["vip"]}, token=""),
+            "403": lambda api, w: _send(api, w, "POST", _tags_path(w), {"tags": ["vip"]}, token=_tag_writer(w)),
+            "404": lambda api, w: _send(api, w, "POST", TAGS.replace("{customer_id}", "ext_nobody"), {"tags": ["a"]}),
+            "413": lambda api, w: _send(api, w, "POST", _tags_path(w), raw=json.dumps({"pad": "x" * 70_000})),
+            "415": lambda api, w: _send(api, w, "POST", _tags_path(w), raw="<a/>", content_type="application/xml"),
+            "422": lambda api, w: _send(api, w, "POST", _tags_path(w), {"tags": ["x" * 51]}),
+            "429": _webhook_reads("POST", _tags_path, "200", "RATELIMIT_READ_TOKEN")["429"],
+            "500": _broken("POST", _tags_path, {"tags": ["a"]}, "customers.tags_api.contact_tags_add", RuntimeError),
+            "503": _broken(
+                "POST", _tags_path, {"tags": ["a"]}, "customers.tags_api.contact_tags_add", OperationalError
+            ),
+        },
+        (TAG, "delete"): {
+            **_webhook_reads("DELETE", _tag_path, "200", "RATELIMIT_READ_TOKEN"),
+            "403": lambda api, w: _send(api, w, "DELETE", _tag_path(w), token=_tag_writer(w)),
+            "404": lambda api, w: _send(api, w, "DELETE", TAG.replace("{customer_id}", "0").replace("{tag}", "vip")),
+            "422": lambda api, w: _send(api, w, "DELETE", _tags_path(w) + "/%3Cb%3E"),
+            "500": _broken("DELETE", _tag_path, None, "customers.tags_api.contact_tags_remove", RuntimeError),
+            "503": _broken("DELETE", _tag_path, None, "customers.tags_api.contact_tags_remove", OperationalError),
+        },
+    }
+)
+
+
 def _refunds(w) -> str:
     return REFUNDS.replace("{conversion_id}", str(w["sale"].pk))
 
@@ -670,6 +725,8 @@ def assert_conforms(openapi, path: str, method: str, resp) -> None:
         if "{id}" in path
         else {"conversion_id": "1"}
         if "{conversion_id}" in path
+        else {"customer_id": "1", "tag": "vip"}
+        if "{customer_id}" in path
         else None
     )
     case = openapi[path][method.upper()].Case(path_parameters=parameters)

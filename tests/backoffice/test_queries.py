@@ -97,8 +97,8 @@ def test_pages_with_lists_in_them_are_bounded(size, as_alice, acme, django_asser
     for _ in range(size):
         CampaignEmailFactory(campaign=rows["campaign"])
     pages = {
-        # Clicks, the first touch, emails too, and which email links they clicked.
-        reverse("admin:customers_customer_change", args=[contact.pk]): 16,
+        # Clicks, the first touch, emails too, which email links they clicked, and their tags.
+        reverse("admin:customers_customer_change", args=[contact.pk]): 17,
         # Where its clicks came from; its revenue, and its links' revenue, per currency.
         reverse("admin:clicks_post_change", args=[post.pk]): 11,
         # Its funnel: 5 of them; its clicks and conversions per step: 2.

@@ -12,14 +12,17 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
+from campaigns.broadcasts import broadcast_save, broadcast_schedule
 from campaigns.digests import email_digest
-from campaigns.models import EmailSend, Enrollment, Suppression
+from campaigns.models import BroadcastRecipient, EmailSend, Enrollment, Suppression
+from campaigns.segments import segment_save
 from campaigns.sending import run_pass
 from campaigns.services import suppression_add
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent
 from customers.erasure import customer_erase, customer_export
-from customers.models import Customer, CustomerActivity
+from customers.models import ContactTag, Customer, CustomerActivity
+from customers.tags import contact_tags_add
 from payments.models import Connection, Delivery, Reference
 from rollups.services import numbers_roll_up
 from tests.conftest import assert_api_error
@@ -101,6 +104,17 @@ def person_everywhere(api, token, shop, acme) -> Customer:
     )
     assert run_pass().counts()["sent"] == 1
     ada = Customer.objects.get(email=EMAIL)
+    # A tag holding her name, and a broadcast to her, clicked from her mail client.
+    contact_tags_add(customer=ada, names=[NAME, "vip"])
+    segment = segment_save(workspace=acme, name="VIPs", filters={"tags": ["vip"]})
+    broadcast_schedule(broadcast=broadcast_save(workspace=acme, segment=segment, name="News", subject="N", body="Hi"))
+    assert run_pass().counts()["sent"] == 1
+    Click.objects.create(
+        workspace=acme,
+        link=Link.objects.filter(workspace=acme).first(),
+        user_agent="AdaMailClient/3.0",
+        broadcast_recipient_id=BroadcastRecipient.objects.get(customer=ada).pk,
+    )
     suppression_add(workspace=acme, email=EMAIL, reason="unsubscribed", channel="manual")
     connection_ = Connection.objects.create(workspace=acme, provider="stripe")
     Reference.objects.create(workspace=acme, provider="stripe", kind="customer", ref="cus_ADA", customer=ada)
@@ -197,6 +211,8 @@ def test_erasure_leaves_no_trace_of_the_person_and_every_number_unchanged(api, a
     enrollment = Enrollment.objects.get(customer=ada)
     assert enrollment.state == "completed" and enrollment.next_send_at is None  # its one email went before
     assert not CustomerActivity.objects.filter(customer=ada).exists()
+    assert not ContactTag.objects.filter(customer=ada).exists()
+    assert BroadcastRecipient.objects.get(customer=ada).status == "sent"  # still counted for its broadcast
     # the address is suppressed as its digest, nothing else
     assert list(Suppression.objects.values_list("email", "reason")) == [
         (email_digest(workspace_id=acme.pk, email=EMAIL), "erased")
@@ -259,6 +275,8 @@ def test_export_holds_everything_known_and_needs_its_scope(api, acme, acme_token
     assert "AdaBrowser" in body["clicks"][0]["user_agent"]
     assert [e["campaign"] for e in body["enrollments"]] == ["spring"]
     assert body["emails"][0]["to"] == EMAIL
+    assert body["tags"] == ["ada lovelace", "vip"]
+    assert [(b["broadcast"], b["to"], b["status"]) for b in body["broadcasts"]] == [("News", EMAIL, "sent")]
     assert [s["reason"] for s in body["suppressions"]] == ["unsubscribed"]
     assert {r["id"] for r in body["payment_references"]} == {"cus_ADA", "sub_ADA"}
     assert {e["event_id"] for e in body["payment_events"]} == {"evt_1", "evt_2"}
