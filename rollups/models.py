@@ -58,6 +58,27 @@ class DailyTotals(Numbers):
         indexes = [models.Index(fields=["workspace", "day"], name="rollups_dailytotals_range")]
 
 
+class DailyBreakdowns(Numbers):
+    """A link's numbers of one UTC day by one of its clicks' dimensions (rollups/selectors.py, BREAKDOWNS): clicks
+    by their country or UTM field, conversions and refunds by their click's. `value` is '' where the click said
+    nothing (no country known, no UTM field). Each click counts once per dimension: a dimension's rows of a day
+    add up to the link's DailyTotals of that day."""
+
+    day = models.DateField()
+    dimension = models.CharField(max_length=12)
+    value = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        verbose_name_plural = "daily breakdowns"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["link", "day", "dimension", "value", "currency"], name="rollups_dailybreakdowns_one_per_value"
+            ),
+        ]
+        # A workspace's numbers by one dimension over a range of days.
+        indexes = [models.Index(fields=["workspace", "dimension", "day"], name="rollups_dailybreakdowns_range")]
+
+
 class CampaignTotals(models.Model):
     """A campaign's leads up to the watermark of campaigns_campaignlead; its enrollments by state, sends,
     complaints and unsubscribes up to the watermark of rollups_campaignnumberdelta."""

@@ -109,6 +109,7 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
         *(
             rollups.selectors._grouped_sql(totals=LinkTotals, group=group, scope=SCOPE, days=False)
             for group in GROUPS[1:]
+            if group not in rollups.selectors.BREAKDOWNS  # rolled up per day only
         ),
     ],
     ("rollups.selectors", "_click_kinds_sql(scope=scope)"): lambda: [rollups.selectors._click_kinds_sql(scope=SCOPE)],
