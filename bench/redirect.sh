@@ -65,10 +65,10 @@ fi
 $PY manage.py migrate --noinput >/dev/null
 $PY manage.py shell -c "
 import secrets
-from clicks.services import link_create
+from clicks.links import link_add
 from workspaces.services import workspace_create
 workspace = workspace_create(slug=f'bench-{secrets.token_hex(4)}', name='Benchmark')
-keys = [link_create(workspace=workspace, destination=f'https://shop.example.com/p/{i}?utm_source=bench', post_title=f'Post {i % 20}').key
+keys = [link_add(workspace=workspace, destination=f'https://shop.example.com/p/{i}?utm_source=bench', post_title=f'Post {i % 20}').key
         for i in range(${BENCH_LINKS:-200})]
 open('$SEED', 'w').write('\n'.join(keys) + '\n')
 "

@@ -65,7 +65,8 @@ SELECT conname AS click_id_unique, pg_get_constraintdef(oid) AS click_id_unique_
 WHERE conrelid = 'clicks_click'::regclass AND contype = 'u' AND pg_get_constraintdef(oid) = 'UNIQUE (click_id)' \gset
 ALTER TABLE clicks_click DROP CONSTRAINT :"click_id_unique";
 
--- Device, browser and referrer as clicks/agents.py files them, a handful of each (the dashboard's breakdowns).
+-- The clicks' times follow their ids over the last 30 days, as a live database's do (retention's purge relies
+-- on it). Device, browser and referrer as clicks/agents.py files them, a handful of each (the dashboard's breakdowns).
 -- In statements of 5,000,000 clicks, each checking its foreign keys as it ends (PostgreSQL queues a deferred
 -- check per row in memory until the commit), a line printed after each.
 SET CONSTRAINTS ALL IMMEDIATE;
@@ -79,7 +80,8 @@ BEGIN
   WHILE lo <= p.clicks LOOP
     INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer, device, browser, os,
                               referrer_domain)
-    SELECT p.ws, l.id, md5(g::text || random()::text), now() - (g % 2592000) * interval '1 second', 'growth-seed', '',
+    SELECT p.ws, l.id, md5(g::text || random()::text), now() - interval '30 days' + g * (interval '30 days' / p.clicks),
+           'growth-seed', '',
            (ARRAY['mobile', 'desktop', 'mobile', 'tablet'])[1 + g % 4],
            (ARRAY['Mobile Safari', 'Chrome', 'Chrome Mobile', 'Firefox', 'Edge'])[1 + g % 5],
            (ARRAY['iOS', 'Windows', 'Android', 'Mac OS X'])[1 + g % 4],

@@ -143,11 +143,18 @@ FROM {Link._meta.db_table} link WHERE link.key = %(key)s
 """
 
 
-def click_follow(
-    *, key: str, user_agent: str, referrer: str, is_bot: bool, client: str
-) -> tuple[str, str | None] | None:
-    """Record a click of the link `key` by `client` (an address): (its destination, the new click id, or
-    None past the click limit, when nothing is recorded), or None for no such link.
+class Followed(NamedTuple):
+    """Where a visit goes: the destination (a gone link's fallback), the new click id or None, and the metric's
+    outcome: recorded (a click id), limited (past the click limit) or gone (a deleted or expired link's fallback)."""
+
+    destination: str
+    click_id: str | None
+    outcome: str
+
+
+def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool, client: str) -> Followed | None:
+    """Record a click of the link `key` by `client` (an address): where it goes (no click id past the click limit
+    or for a gone link, when nothing is recorded), or None for no such link (nor fallback).
 
     The click is committed before this returns, in one statement with the clicks of the requests that
     wait at the same time in this process (lftrack/batching.py). Raises Abandoned when it could not be
@@ -173,7 +180,7 @@ def click_follow(
     return _visits.submit(visit, timeout=settings.REDIRECT_DEADLINE or None)
 
 
-def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | None]:
+def _visits_record(visits: Sequence[_Visit]) -> list[Followed | None]:
     """click_follow's answers for a batch of visits: one Redis round trip counts them all against the click
     limit, one statement looks their links up and records the clicks within it."""
     over = limit_exceeded(CLICKS_PER_IP, [visit.client for visit in visits])
@@ -199,12 +206,14 @@ def _visits_record(visits: Sequence[_Visit]) -> list[tuple[str, str | None] | No
     ]
 
 
-def _answer(found: tuple[str | None, bool] | None, visit: _Visit, past: bool) -> tuple[str, str | None] | None:
+def _answer(found: tuple[str | None, bool] | None, visit: _Visit, past: bool) -> Followed | None:
     """click_follow's answer: a gone link's visit goes to its fallback, if any, without a click id (none was made)."""
     destination, gone = found if found is not None else (None, True)
     if destination is None:
         return None
-    return destination, None if past or gone else visit.click_id
+    if gone:
+        return Followed(destination, None, "gone")
+    return Followed(destination, None, "limited") if past else Followed(destination, visit.click_id, "recorded")
 
 
 # One statement per batch size, prepared as each size first occurs. 16 at most: PostgreSQL's CPU per click

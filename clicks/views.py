@@ -87,7 +87,7 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     )
     if followed is None:
         raise Http404("unknown link")
-    destination, click_id = followed
+    destination, click_id, outcome = followed
     recent_links.remember(key, destination)
     # A campaign email's link: its signed token names the send (so the step and contact). A forged or
     # altered one is ignored: the click stays an ordinary click.
@@ -97,8 +97,8 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
             click_recipient_record(click_id=click_id, send_id=send_id)
         except DatabaseError as exc:  # the click is stored: it stays an ordinary one, its id still handed out
             logger.warning("email click not attributed (%s)", type(exc).__name__)
-    # Past the click limit (click_id None) the visitor is redirected as usual, and nothing is recorded.
-    labelled(CLICKS, "limited" if click_id is None else "recorded").inc()
+    # Past the click limit, or to a gone link's fallback, the visitor is redirected with nothing recorded.
+    labelled(CLICKS, outcome).inc()
     location = _uri(destination)
     return _redirect(location if click_id is None else destination_with_click_id(location, click_id))
 

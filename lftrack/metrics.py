@@ -28,8 +28,9 @@ REQUESTS = Histogram(
 )
 CLICKS = Counter(
     "lftrack_clicks",
-    "GET /l/<key> redirects by outcome: recorded (a click id), limited (past RATELIMIT_REDIRECT_IP) or "
-    "outage (the database unavailable; redirected from the process's recent links), none of the last two with a click.",
+    "GET /l/<key> redirects by outcome: recorded (a click id), limited (past RATELIMIT_REDIRECT_IP), gone (a deleted "
+    "or expired link's fallback) or outage (the database unavailable; redirected from the process's recent links), "
+    "none of the last three with a click.",
     ["outcome"],
 )
 BATCH_SIZE = Histogram(

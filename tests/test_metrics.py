@@ -17,6 +17,7 @@ import conversions.api
 import lftrack.settings
 import rollups.metrics
 from clicks import views as click_views
+from clicks.links import link_delete
 from conversions.models import ConversionEvent
 from lftrack import ratelimit
 from lftrack.deadline import _cut
@@ -126,6 +127,19 @@ def test_a_click_past_the_limit_counts_limited_and_a_refusal_of_its_limit(client
     assert moved(before, after, "lftrack_clicks_total", outcome="recorded") == 1
     assert moved(before, after, "lftrack_clicks_total", outcome="limited") == 1
     assert moved(before, after, "lftrack_rate_limited_total", limit="redirect-ip") == 1
+
+
+def test_a_deleted_links_redirect_to_its_fallback_counts_gone(client):
+    link = LinkFactory()
+    link.workspace.link_fallback_url = "https://e.com/sorry"
+    link.workspace.save()
+    link_delete(link=link)
+    before = scrape(client)
+    assert client.get(f"/l/{link.key}")["Location"] == "https://e.com/sorry"
+    after = scrape(client)
+    assert moved(before, after, "lftrack_clicks_total", outcome="gone") == 1
+    assert moved(before, after, "lftrack_clicks_total", outcome="limited") == 0
+    assert moved(before, after, "lftrack_clicks_total", outcome="recorded") == 0
 
 
 def test_a_redirect_during_an_outage_counts_outage_and_a_database_error(client, monkeypatch):

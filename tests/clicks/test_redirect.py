@@ -231,11 +231,11 @@ def test_a_batch_records_each_visit_within_the_limit_and_answers_each_its_own(se
         ]
     )
     assert answers == [
-        ("https://e.com/spring", "c1"),
+        ("https://e.com/spring", "c1", "recorded"),
         None,
-        ("https://e.com/autumn", "c3"),
-        ("https://e.com/spring", None),
-        ("https://e.com/spring", "c5"),
+        ("https://e.com/autumn", "c3", "recorded"),
+        ("https://e.com/spring", None, "limited"),
+        ("https://e.com/spring", "c5", "recorded"),
     ]
     stored = dict(Click.objects.values_list("click_id", "link_id"))
     assert stored == {"c1": spring.pk, "c3": autumn.pk, "c5": spring.pk}

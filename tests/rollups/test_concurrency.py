@@ -6,9 +6,10 @@ import pytest
 from django.db import transaction
 
 from clicks.models import Click
+from conversions.models import ConversionEvent
 from rollups.models import LinkTotals
 from rollups.services import numbers_roll_up
-from tests.conftest import run_in_threads, start_threads
+from tests.conftest import assert_api_error, run_in_threads, start_threads
 from tests.factories import ClickFactory, LinkFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -64,3 +65,24 @@ def test_simultaneous_roll_ups_add_each_row_once():
     results = run_in_threads(4, lambda i: numbers_roll_up())
     assert all(isinstance(result, dict) for result in results), results
     assert LinkTotals.objects.get(link=link).clicks == 5
+
+
+def test_a_conversion_on_a_click_being_purged_is_an_unknown_click_id_not_a_500(api, acme, acme_token):
+    """Retention deletes a click (its batch still open) as a lead arrives for it: the lead waits for the delete and,
+    once it commits, gets the documented 422 for a purged click id, with nothing stored."""
+    click = ClickFactory(link=LinkFactory(post__workspace=acme), workspace=acme)
+    deleted, release = threading.Event(), threading.Event()
+
+    def purge(i: int) -> None:
+        with transaction.atomic():
+            Click.objects.filter(pk=click.pk).delete()
+            deleted.set()
+            release.wait(10)
+
+    threads, _ = start_threads(1, purge)
+    assert deleted.wait(10)
+    threading.Timer(0.5, release.set).start()  # the lead below waits on the click's row until then
+    answer = api.post("/api/v1/conversions", {"event": "lead", "click_id": click.click_id}, token=acme_token)
+    threads[0].join(10)
+    assert_api_error(answer, 422, "unknown click_id")
+    assert not ConversionEvent.objects.exists()
