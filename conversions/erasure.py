@@ -61,6 +61,8 @@ def person_export(customer: Customer) -> dict:
                 "device": optional(click.device),
                 "browser": optional(click.browser),
                 "os": optional(click.os),
+                "country": optional(click.country),
+                "city": optional(click.city),
             }
             for click in sorted(clicks.values(), key=lambda click: click.pk)
         ],
