@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from iptocc import country_code
 
 # iptocc's table is compiled into its extension module: importing it is the whole load (under a millisecond, once
-# per process, before gunicorn forks its workers), and a lookup is about 300 instructions of Rust, no I/O
+# per process), and a lookup is about 460 instructions above a no-op call, no I/O
 # (docs/benchmarks.md, "Country of a click").
 
 
@@ -33,6 +33,11 @@ def _city_reader() -> Any:
     path = path / getattr(settings, "GEOIP_CITY", "GeoLite2-City.mmdb") if path.is_dir() else path
     if not GeoIP2(path).is_city:
         raise ImproperlyConfigured(f"GEOIP_PATH: {path} is not a city database (GeoLite2 City or GeoIP2 City)")
+    # Read through once, so the lookups' page faults find the file in the page cache: a gevent worker must not
+    # wait on the disk in the middle of a redirect.
+    with path.open("rb") as file:
+        while file.read(1 << 20):
+            pass
     return maxminddb.open_database(str(path))
 
 
