@@ -20,7 +20,7 @@ export DEBUG=0 ALLOWED_HOSTS=127.0.0.1 LOG_LEVEL=WARNING CONN_MAX_AGE=600 RATELI
 export REDIS_URL=${BENCH_REDIS_URL:-redis://127.0.0.1:6379/15}
 
 .venv/bin/python manage.py roll_up_numbers >/dev/null
-psql "$DATABASE_URL" -qc "ANALYZE rollups_dailytotals" -c "ANALYZE rollups_dailybreakdowns" >/dev/null  # what autovacuum does after a big roll-up
+psql "$DATABASE_URL" -qc "ANALYZE rollups_dailytotals" -c "ANALYZE rollups_dailybreakdowns" -c "ANALYZE rollups_workspacebreakdowns" >/dev/null  # what autovacuum does after a big roll-up
 read -r TOKEN TOKEN_ID LINK CAMPAIGN < <(.venv/bin/python manage.py shell --no-imports -v 0 -c '
 from django.db.models import Count
 from campaigns.models import Campaign

@@ -28,6 +28,7 @@ from rollups.models import (
     DailyTotals,
     LinkTotals,
     Watermark,
+    WorkspaceBreakdowns,
 )
 
 
@@ -267,6 +268,7 @@ def campaign_step_sends(*, campaign_id: int, since: date) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Numbers per group and currency: totals rows plus every source's tail, in one statement.
 
+_WORKSPACE = "x.workspace_id = %(workspace)s"  # the scope of a workspace's numbers, no link, post or campaign named
 # Tag: a link's tags, as they are now (many per link): a row counts under each tag of its link, None if it has none.
 GROUPS = ("day", "link", "post", "campaign", *BREAKDOWNS, "tag")
 _COLUMNS = [number.name for number in LINK_NUMBERS]
@@ -292,8 +294,9 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
     above its watermark. One statement, so one snapshot: the totals and the watermarks agree.
 
     `scope` is SQL on the row `x` (workspace_id, link_id), its link `l` and the link's campaign post `cp` (joined
-    only when read). A click dimension (BREAKDOWNS) reads DailyBreakdowns' rows of that dimension instead of
-    `totals` (daily only), and each source's rows by their click.
+    only when read). A click dimension (BREAKDOWNS) reads the rows of that dimension of WorkspaceBreakdowns (the
+    whole workspace: `scope` is _WORKSPACE) or DailyBreakdowns instead of `totals` (daily only), and each source's
+    rows by their click.
     A tail is `x.id > %(mark_<table>)s AND x.id > (its watermark)`: the literal, read just before, lets the
     planner see that the tail is a few rows at the end of the primary key (a watermark read inside the
     statement is unknown when it plans, and a workspace of millions of rows would be scanned); the
@@ -304,7 +307,9 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
     if group in BREAKDOWNS:
         if not days:
             raise ValueError("click dimensions are rolled up per day only")
-        table, key, only = DailyBreakdowns._meta.db_table, "x.value", f" AND x.dimension = '{group}'"
+        # A workspace's numbers read its own rows; narrowed to links, posts or a campaign, the links' rows.
+        breakdowns = WorkspaceBreakdowns if scope == _WORKSPACE else DailyBreakdowns
+        table, key, only = breakdowns._meta.db_table, "x.value", f" AND x.dimension = '{group}'"
     else:
         table, key, only = totals._meta.db_table, "x.day" if group == "day" else _KEYS[group], ""
     parts = [
@@ -425,8 +430,7 @@ def daily_numbers(
     groups = _grouped(
         totals=DailyTotals,
         group=group_by,
-        scope="x.workspace_id = %(workspace)s"
-        + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
+        scope=_WORKSPACE + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
         params={
             "workspace": workspace_id,
             "since": since,

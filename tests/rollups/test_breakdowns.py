@@ -64,7 +64,7 @@ def traffic(workspace, *, seed: int) -> None:
     ConversionEventFactory(click=test_click, event="sale", value_cents=999, currency="EUR", is_test=True)
 
 
-def plain(workspace, dimension: str) -> dict:
+def plain(workspace, dimension: str, **narrow) -> dict:
     """The numbers per value of `dimension`, by plain queries over the rows (a tag: the link's; others: the click's),
     in the API's shape, keyed as the API names them."""
     via = {"click": "", "event": "click__", "refund": "conversion__click__"}
@@ -72,10 +72,10 @@ def plain(workspace, dimension: str) -> dict:
         via = {"click": "link__", "event": "link__", "refund": "link__"}
     field = "tags__name" if dimension == "tag" else dimension
     groups: dict = defaultdict(lambda: {"clicks": 0, "leads": 0, "sales": 0, "money": {}})
-    clicks = Click.objects.filter(workspace=workspace, is_bot=False)
+    clicks = Click.objects.filter(workspace=workspace, is_bot=False, **narrow)
     for key, n in clicks.values_list(via["click"] + field).annotate(n=Count("id")):
         groups[key or None]["clicks"] += n
-    events = ConversionEvent.objects.filter(workspace=workspace, is_test=False)
+    events = ConversionEvent.objects.filter(workspace=workspace, is_test=False, **narrow)
     for key, n in events.filter(event="lead").values_list(via["event"] + field).annotate(n=Count("id")):
         groups[key or None]["leads"] += n
     sales = events.filter(event="sale").values_list(via["event"] + field, "currency")
@@ -84,7 +84,7 @@ def plain(workspace, dimension: str) -> dict:
         money = groups[key or None]["money"].setdefault(currency, [0, 0, 0])
         money[0] += n
         money[1] += gross
-    refunds = Refund.objects.filter(workspace=workspace, is_test=False)
+    refunds = Refund.objects.filter(workspace=workspace, is_test=False, **narrow)
     for key, currency, amount in (
         refunds.values_list(via["refund"] + field, "currency").annotate(amount=Sum("amount_cents")).order_by()
     ):
@@ -121,6 +121,16 @@ def test_each_dimension_equals_plain_queries_rolled_up_or_not(api, acme, globex,
     assert answered(api, acme_token, dimension) == expected
     numbers_roll_up()
     assert answered(api, acme_token, dimension) == expected
+
+
+@pytest.mark.parametrize("dimension", DIMENSIONS)
+def test_narrowed_to_a_link_or_a_post_each_dimension_equals_plain_queries(api, acme, acme_token, dimension):
+    traffic(acme, seed=0)
+    numbers_roll_up()
+    traffic(acme, seed=1)
+    link = Click.objects.filter(workspace=acme, utm_source="mail").latest("id").link
+    assert answered(api, acme_token, dimension, link_id=link.pk) == plain(acme, dimension, link=link)
+    assert answered(api, acme_token, dimension, post_id=link.post_id) == plain(acme, dimension, link__post=link.post)
 
 
 def test_country_and_utm_values_are_the_clicks_and_null_when_none(api, acme, acme_token):
