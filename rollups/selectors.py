@@ -91,7 +91,8 @@ SOURCES = {
 }
 
 # What numbers break down by besides the link's own groups: a click's dimensions, as SQL on the click `{c}` (a
-# conversion and a refund by their click's), each rolled up into DailyBreakdowns under its value ('' for none).
+# conversion and a refund by their click's), each rolled up into DailyBreakdowns and WorkspaceBreakdowns under its
+# value ('' for none).
 BREAKDOWNS = {
     "country": "{c}.country",
     "utm_source": "{c}.utm_source",
