@@ -1,8 +1,9 @@
 """The back office's home page: a workspace's clicks, leads, sales and net revenue per day over a range, against
-the range before, with its top posts and links, where the clicks came from and the revenue per currency.
+the range before, with its top posts and links, where the clicks came from, the numbers by country, UTM field or
+tag, and the revenue per currency.
 
-Every number comes from the daily roll-ups plus the rows not yet rolled up (rollups/selectors.py): three
-statements whatever the range or the size of the workspace (docs/benchmarks.md, "Dashboard and back-office pages").
+Every number comes from the daily roll-ups plus the rows not yet rolled up (rollups/selectors.py): four
+statements whatever the range or the size of the workspace (five by tag) (docs/benchmarks.md, "Dashboard and back-office pages").
 """
 
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from django.utils.http import urlencode
 
 from backoffice.scoping import visible_workspaces
 from campaigns.models import Campaign
-from clicks.models import Link, Post
+from clicks.models import Link, Post, Tag
 from lftrack.currencies import MINOR_UNITS, amount_text
 from lftrack.db import as_id
 from rollups.selectors import click_kinds, daily_numbers
@@ -28,6 +29,16 @@ MAX_DAYS = 366
 TOP = 10
 KIND_LABELS = {"device": "Device", "browser": "Browser", "referrer": "Referrer"}
 NO_VALUE = {"device": "unknown", "browser": "unknown", "referrer": "none (direct, an app or a private link)"}
+# The breakdown table's dimensions (rollups/selectors.py, GROUPS), the first shown by default, and what a row
+# without a value says.
+BREAKDOWNS = {
+    "country": ("Country", "unknown"),
+    "utm_source": ("UTM source", "none"),
+    "utm_medium": ("UTM medium", "none"),
+    "utm_campaign": ("UTM campaign", "none"),
+    "tag": ("Tag", "no tag"),
+}
+BREAKDOWN_ROWS = 20
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,7 @@ class Choice:
     link: Link | None
     campaign: Campaign | None
     currency: str
+    breakdown: str = "country"
 
     @property
     def days(self) -> int:
@@ -67,6 +79,7 @@ class Choice:
             "link": self.link and self.link.pk,
             "campaign": self.campaign and self.campaign.pk,
             "currency": self.currency or None,
+            "by": None if self.breakdown == "country" else self.breakdown,
         }
         if self.range == "custom":
             params.update(since=self.since.isoformat(), until=self.until.isoformat())
@@ -113,7 +126,11 @@ def choice_from(request: HttpRequest, workspaces: list[Workspace]) -> tuple[Choi
 
     post, link, campaign = own(Post, "post"), own(Link, "link"), own(Campaign, "campaign")
     currency = (params.get("currency") or "").upper()[:3]
-    return Choice(workspace, since, until, range_, post, link, campaign, currency), problems
+    breakdown = params.get("by", "country")
+    if breakdown not in BREAKDOWNS:
+        problems.append("Numbers break down by country, UTM source, medium or campaign, or tag: showing countries.")
+        breakdown = "country"
+    return Choice(workspace, since, until, range_, post, link, campaign, currency, breakdown), problems
 
 
 def _change(now: int, before: int) -> dict:
@@ -179,6 +196,7 @@ def dashboard_context(choice: Choice) -> dict:
     top_links, top_posts = _tops(choice, by_link)
     kinds = click_kinds(workspace_id=choice.workspace.pk, since=choice.since, until=choice.until, **filters)
     return {
+        "breakdown": _breakdown(choice),
         "cards": cards,
         "revenue": revenue,
         "chart": {
@@ -195,6 +213,55 @@ def dashboard_context(choice: Choice) -> dict:
         "top_links": top_links,
         "top_posts": top_posts,
         "kinds": [(KIND_LABELS[kind], _shares(kind, rows)) for kind, rows in kinds.items()],
+    }
+
+
+def _breakdown(choice: Choice) -> dict:
+    """The range's numbers by the chosen dimension (a click's country or UTM field, a conversion's by its click; a
+    link's tags, a link of two counted under both): the BREAKDOWN_ROWS with most clicks, the rest as one row."""
+    groups = daily_numbers(
+        workspace_id=choice.workspace.pk,
+        since=choice.since,
+        until=choice.until,
+        group_by=choice.breakdown,
+        **choice.filters(),
+    )["groups"]
+    label, none = BREAKDOWNS[choice.breakdown]
+    names = (
+        dict(Tag.objects.filter(pk__in=[g["key"] for g in groups if g["key"]]).values_list("pk", "name"))
+        if choice.breakdown == "tag"
+        else {}
+    )
+    rows = [
+        {
+            "value": names.get(g["key"], g["key"]) if g["key"] else none,
+            "known": bool(g["key"]),
+            "clicks": g["clicks"],
+            "leads": g["leads"],
+            "sales": g["sales"],
+            "revenue": _revenue_lines(g["revenue"]),
+        }
+        for g in groups[:BREAKDOWN_ROWS]
+    ]
+    rest = groups[BREAKDOWN_ROWS:]
+    if rest:
+        money: dict[str, int] = {}
+        for g in rest:
+            for entry in g["revenue"]:
+                money[entry["currency"]] = money.get(entry["currency"], 0) + entry["net_cents"]
+        rows.append(
+            {
+                "value": f"{len(rest)} others",
+                "known": False,
+                **{name: sum(g[name] for g in rest) for name in ("clicks", "leads", "sales")},
+                "revenue": [amount_text(v, c) for c, v in sorted(money.items())] or ["-"],
+            }
+        )
+    return {
+        "by": choice.breakdown,
+        "label": label,
+        "tabs": [(name, text, choice.query(by=name)) for name, (text, _) in BREAKDOWNS.items()],
+        "rows": rows,
     }
 
 

@@ -20,7 +20,7 @@ export DEBUG=0 ALLOWED_HOSTS=127.0.0.1 LOG_LEVEL=WARNING CONN_MAX_AGE=600 RATELI
 export REDIS_URL=${BENCH_REDIS_URL:-redis://127.0.0.1:6379/15}
 
 .venv/bin/python manage.py roll_up_numbers >/dev/null
-psql "$DATABASE_URL" -qc "ANALYZE rollups_dailytotals" >/dev/null  # what autovacuum does after a big roll-up
+psql "$DATABASE_URL" -qc "ANALYZE rollups_dailytotals" -c "ANALYZE rollups_dailybreakdowns" -c "ANALYZE rollups_workspacebreakdowns" >/dev/null  # what autovacuum does after a big roll-up
 read -r TOKEN TOKEN_ID LINK CAMPAIGN < <(.venv/bin/python manage.py shell --no-imports -v 0 -c '
 from django.db.models import Count
 from campaigns.models import Campaign
@@ -35,8 +35,8 @@ print(issued.secret, issued.token.pk, link.pk, campaign.slug if campaign else "n
 ')
 # The live tail: clicks and sales since the last roll-up, spread over the workspace's links.
 psql "$DATABASE_URL" -qc "
-INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer)
-SELECT l.workspace_id, l.id, md5(g::text || random()::text), now(), 'bench-tail', ''
+INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer, country, utm_source)
+SELECT l.workspace_id, l.id, md5(g::text || random()::text), now(), 'bench-tail', '', 'GB', l.utm_source
 FROM generate_series(1, $TAIL) g JOIN LATERAL (SELECT * FROM clicks_link WHERE id = $LINK + g % 100) l ON true;
 INSERT INTO conversions_conversionevent (workspace_id, click_id, link_id, event, value_cents, event_name, meta, occurred_at, channel, currency)
 SELECT workspace_id, id, link_id, 'sale', 4900, '', '{}', now(), 'api', 'EUR' FROM clicks_click WHERE user_agent = 'bench-tail'
@@ -53,7 +53,8 @@ for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>
 
 echo "analytics on $DB: $(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM clicks_click') clicks," \
   "$(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM conversions_conversionevent') events," \
-  "$(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM rollups_dailytotals') daily totals rows, $TAIL in the tail;" \
+  "$(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM rollups_dailytotals') daily totals rows," \
+  "$(psql "$DATABASE_URL" -tAc 'SELECT count(*) FROM rollups_dailybreakdowns') breakdown rows, $TAIL in the tail;" \
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-34s %6s %9s %9s\n' query status "p50 ms" "p90 ms"
 for query in \
@@ -61,6 +62,12 @@ for query in \
   "30 days per link|group_by=link" \
   "30 days per post|group_by=post" \
   "30 days per campaign|group_by=campaign" \
+  "30 days per country|group_by=country" \
+  "30 days per UTM source|group_by=utm_source" \
+  "30 days per UTM campaign|group_by=utm_campaign" \
+  "30 days per tag|group_by=tag" \
+  "a campaign, 30 days per country|campaign=$CAMPAIGN&group_by=country" \
+  "366 days per country|since=$(date -u -d '-365 days' +%F)&group_by=country" \
   "a link, 30 days per day|link_id=$LINK" \
   "a campaign, 30 days per post|campaign=$CAMPAIGN&group_by=post" \
   "366 days per day|since=$(date -u -d '-365 days' +%F)" \

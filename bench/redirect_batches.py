@@ -51,6 +51,8 @@ def main() -> None:
             "Chrome",
             "Windows",
             "t.co",
+            "GB",
+            "",
             f"198.51.100.{n % 250}",
         )
 

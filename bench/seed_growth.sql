@@ -40,6 +40,17 @@ ON CONFLICT DO NOTHING;
 INSERT INTO clicks_link (workspace_id, post_id, key, destination, created_at)
 SELECT :ws, p.id, 'g' || substr(md5(p.id::text || random()::text), 1, 12), 'https://shop.example.com/p/' || p.id, now()
 FROM clicks_post p WHERE p.workspace_id = :ws AND NOT EXISTS (SELECT 1 FROM clicks_link l WHERE l.post_id = p.id);
+-- The links' UTM fields, a handful of each, and tags: 10 per workspace, a link in one to three of them (the
+-- breakdowns by UTM field and by tag).
+UPDATE clicks_link SET utm_source = (ARRAY['newsletter', 'x.com', 'linkedin', 'google', ''])[1 + id % 5],
+    utm_medium = (ARRAY['email', 'social', 'social', 'cpc', ''])[1 + id % 5],
+    utm_campaign = 'growth-' || (id % 7)
+WHERE workspace_id = :ws;
+INSERT INTO clicks_tag (workspace_id, name, created_at)
+SELECT :ws, 'tag-' || g, now() FROM generate_series(1, 10) g ON CONFLICT DO NOTHING;
+INSERT INTO clicks_link_tags (link_id, tag_id)
+SELECT l.id, t.id FROM clicks_link l JOIN clicks_tag t ON t.workspace_id = l.workspace_id
+WHERE l.workspace_id = :ws AND (l.id + t.id) % 10 < 1 + l.id % 3 ON CONFLICT DO NOTHING;
 COMMIT;
 
 BEGIN;
@@ -52,7 +63,8 @@ COMMIT;
 
 BEGIN;
 CREATE TEMP TABLE growth_links AS
-SELECT row_number() OVER (ORDER BY id) AS n, id FROM clicks_link WHERE workspace_id = :ws;
+SELECT row_number() OVER (ORDER BY id) AS n, id, utm_source, utm_medium, utm_campaign FROM clicks_link
+WHERE workspace_id = :ws;
 SELECT count(*) AS nlinks FROM growth_links \gset
 SELECT min(id) AS first_customer FROM customers_customer WHERE workspace_id = :ws \gset
 SELECT coalesce(max(id), 0) AS clicks_before, greatest(:clicks / :events, 1) AS stride FROM clicks_click \gset
@@ -66,7 +78,8 @@ WHERE conrelid = 'clicks_click'::regclass AND contype = 'u' AND pg_get_constrain
 ALTER TABLE clicks_click DROP CONSTRAINT :"click_id_unique";
 
 -- The clicks' times follow their ids over the last 30 days, as a live database's do (retention's purge relies
--- on it). Device, browser and referrer as clicks/agents.py files them, a handful of each (the dashboard's breakdowns).
+-- on it). Device, browser and referrer as clicks/agents.py files them, a handful of each (the dashboard's breakdowns);
+-- countries, 20 of them and none for one click in ten; the UTM fields their link had.
 -- In statements of 5,000,000 clicks, each checking its foreign keys as it ends (PostgreSQL queues a deferred
 -- check per row in memory until the commit), a line printed after each.
 SET CONSTRAINTS ALL IMMEDIATE;
@@ -79,13 +92,16 @@ BEGIN
   SELECT * INTO p FROM growth_params;
   WHILE lo <= p.clicks LOOP
     INSERT INTO clicks_click (workspace_id, link_id, click_id, created_at, user_agent, referrer, device, browser, os,
-                              referrer_domain)
+                              referrer_domain, country, utm_source, utm_medium, utm_campaign)
     SELECT p.ws, l.id, md5(g::text || random()::text), now() - interval '30 days' + g * (interval '30 days' / p.clicks),
            'growth-seed', '',
            (ARRAY['mobile', 'desktop', 'mobile', 'tablet'])[1 + g % 4],
            (ARRAY['Mobile Safari', 'Chrome', 'Chrome Mobile', 'Firefox', 'Edge'])[1 + g % 5],
            (ARRAY['iOS', 'Windows', 'Android', 'Mac OS X'])[1 + g % 4],
-           (ARRAY['', 't.co', 'www.google.com', 'news.ycombinator.com', 'www.linkedin.com', 'l.facebook.com'])[1 + g % 6]
+           (ARRAY['', 't.co', 'www.google.com', 'news.ycombinator.com', 'www.linkedin.com', 'l.facebook.com'])[1 + g % 6],
+           (ARRAY['US', 'GB', 'DE', 'FR', 'IN', 'BR', 'CA', 'AU', 'NL', 'ES', 'IT', 'JP', 'MX', 'SE', 'PL', 'US', 'GB',
+                  'DE', 'US', 'IN', '', ''])[1 + g % 22],
+           l.utm_source, l.utm_medium, l.utm_campaign
     FROM generate_series(lo, least(lo + 4999999, p.clicks)) g JOIN growth_links l ON l.n = 1 + g % p.nlinks;
     RAISE NOTICE 'seed_growth: % of % clicks at %', least(lo + 4999999, p.clicks), p.clicks, clock_timestamp();
     lo := lo + 5000000;

@@ -32,7 +32,7 @@ def person_erase(customer: Customer) -> None:
     # The clicks on their emails' tracked links (clicks/recipients.py) stay counted per step; what their browser
     # said goes, as it does for the clicks their conversions came by (conversions/erasure.py).
     Click.objects.filter(workspace_id=customer.workspace_id, email_send_id__in=sends.values("pk")).update(
-        user_agent="", referrer=""
+        user_agent="", referrer="", city=""
     )
     # Their broadcast messages stay counted per broadcast, without the address; one not sent yet never will be.
     recipients = BroadcastRecipient.objects.filter(customer=customer)

@@ -124,6 +124,15 @@ class Click(models.Model):
     browser = models.CharField(max_length=50, blank=True, default="", db_default="")
     os = models.CharField(max_length=50, blank=True, default="", db_default="")
     referrer_domain = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # The visitor's country (ISO 3166 alpha-2) from its address, '' where unknown (null in the API); its city when
+    # the operator supplies a city database, else '' (clicks/geo.py). Both read as the click is recorded.
+    country = models.CharField(max_length=2, blank=True, default="", db_default="")
+    city = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # The link's UTM fields as the click found them (a later change of the link leaves them): its breakdowns,
+    # and its conversions' through it.
+    utm_source = models.CharField(max_length=200, blank=True, default="", db_default="")
+    utm_medium = models.CharField(max_length=200, blank=True, default="", db_default="")
+    utm_campaign = models.CharField(max_length=200, blank=True, default="", db_default="")
     # A click on a campaign email's link whose signed token checked out: the EmailSend (so the enrollment, step
     # and contact) it came from. A plain id: campaigns sit above clicks (docs/email.md, "Tracked links").
     email_send_id = models.BigIntegerField(null=True, blank=True)

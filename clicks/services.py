@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from clicks.agents import referrer_domain, user_agent_describe
+from clicks.geo import city_of, country_of
 from clicks.models import Click, Link, new_click_id
 from lftrack.batching import Batcher
 from lftrack.db import prepared_cursor
@@ -50,6 +51,8 @@ class _Visit(NamedTuple):
     browser: str
     os: str
     referrer_domain: str
+    country: str
+    city: str
     client: str  # the address the click limit counts (not stored)
 
 
@@ -59,7 +62,19 @@ CLICKS_PER_IP = Limit("redirect-ip", ip_key, "RATELIMIT_REDIRECT_IP")
 
 # The columns of a visit the statement writes, in the order of its VALUES rows: they give the rows' `$n` and
 # the parameters (_visit_values) both, and `recorded` follows them (false past the click limit).
-_VISIT_COLUMNS = ("key", "click_id", "user_agent", "referrer", "is_bot", "device", "browser", "os", "referrer_domain")
+_VISIT_COLUMNS = (
+    "key",
+    "click_id",
+    "user_agent",
+    "referrer",
+    "is_bot",
+    "device",
+    "browser",
+    "os",
+    "referrer_domain",
+    "country",
+    "city",
+)
 _visit_values = operator.attrgetter(*_VISIT_COLUMNS)
 _ROW_COLUMNS = (*_VISIT_COLUMNS, "recorded")
 _CASTS = {"is_bot": "::boolean", "recorded": "::boolean"}  # the others are text, as their columns
@@ -100,14 +115,17 @@ WITH visit ({", ".join(_ROW_COLUMNS)}, n) AS (
     VALUES {", ".join(_visit_row(n) for n in range(1, size + 1))}
 ),
 found AS (
-    SELECT visit.*, link.id AS link_id, link.workspace_id, {_GONE} AS gone,
+    SELECT visit.*, link.id AS link_id, link.workspace_id, link.utm_source, link.utm_medium, link.utm_campaign,
+        {_GONE} AS gone,
         CASE WHEN {_GONE} THEN {_FALLBACK} ELSE link.destination END AS destination
     FROM visit JOIN {Link._meta.db_table} link ON link.key = visit.key
 ),
 click AS (
     INSERT INTO {Click._meta.db_table}
-        (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain)
-    SELECT workspace_id, link_id, click_id, now(), user_agent, referrer, is_bot, device, browser, os, referrer_domain
+        (workspace_id, link_id, click_id, created_at, user_agent, referrer, is_bot, device, browser, os, referrer_domain,
+         country, city, utm_source, utm_medium, utm_campaign)
+    SELECT workspace_id, link_id, click_id, now(), user_agent, referrer, is_bot, device, browser, os, referrer_domain,
+        country, city, utm_source, utm_medium, utm_campaign
     FROM found WHERE recorded AND NOT gone
     RETURNING id, workspace_id
 ),
@@ -144,8 +162,20 @@ def click_follow(*, key: str, user_agent: str, referrer: str, is_bot: bool, clie
     """
     user_agent, referrer = _clean(user_agent, 512), _clean(referrer, 2048)
     device, browser, os = user_agent_describe(user_agent, is_bot)
+    # The place once per click, in memory (clicks/geo.py); the UTM fields come from the link in the statement.
     visit = _Visit(
-        key, new_click_id(), user_agent, referrer, is_bot, device, browser, os, referrer_domain(referrer), client
+        key,
+        new_click_id(),
+        user_agent,
+        referrer,
+        is_bot,
+        device,
+        browser,
+        os,
+        referrer_domain(referrer),
+        country_of(client),
+        city_of(client),
+        client,
     )
     return _visits.submit(visit, timeout=settings.REDIRECT_DEADLINE or None)
 

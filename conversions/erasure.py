@@ -1,10 +1,10 @@
 """A person's part in conversions, erased and exported (customers/erasure.py; docs/privacy.md, "Erasing a person").
 
 Their conversions and refunds stay, so every number stays true, but point to nobody: what they said of the
-person (`meta`, the `event_name` label, a refund's reason) goes, and so do the user agent and full referrer of
-the clicks they came by (the device, browser, OS and referrer domain read from them stay: no person is known
-by them, and the click breakdowns count them). The answers kept for safe retries that name them are dropped, and
-so are their lifetime totals (CustomerTotals).
+person (`meta`, the `event_name` label, a refund's reason) goes, and so do the user agent, full referrer and city
+of the clicks they came by (the device, browser, OS, referrer domain and country read from them stay: no person
+is known by them, and the click breakdowns count them). The answers kept for safe retries that name them are dropped,
+and so are their lifetime totals (CustomerTotals).
 """
 
 from django.db.models import Q
@@ -21,7 +21,7 @@ def _conversions(customer: Customer):
 
 def person_erase(customer: Customer) -> None:
     conversions = _conversions(customer)
-    Click.objects.filter(pk__in=conversions.values("click_id")).update(user_agent="", referrer="")
+    Click.objects.filter(pk__in=conversions.values("click_id")).update(user_agent="", referrer="", city="")
     Refund.objects.filter(workspace_id=customer.workspace_id, conversion__in=conversions).update(reason="")
     IdempotencyKey.objects.filter(
         Q(response_body__customer__id=customer.pk) | Q(response_body__contact__id=customer.pk),
@@ -65,6 +65,8 @@ def person_export(customer: Customer) -> dict:
                 "device": optional(click.device),
                 "browser": optional(click.browser),
                 "os": optional(click.os),
+                "country": optional(click.country),
+                "city": optional(click.city),
             }
             for click in sorted(clicks.values(), key=lambda click: click.pk)
         ],

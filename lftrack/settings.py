@@ -203,6 +203,9 @@ DB_STATEMENT_TIMEOUT = env_int("DB_STATEMENT_TIMEOUT", 5000)
 DB_LOCK_TIMEOUT = env_int("DB_LOCK_TIMEOUT", 3000)
 REQUEST_DEADLINE = env_float("REQUEST_DEADLINE", 10.0)
 REDIRECT_DEADLINE = env_float("REDIRECT_DEADLINE", 2.0)
+# An operator's GeoLite2 City (or GeoIP2 City) database, a file or its folder: each click's city is read from it
+# (clicks/geo.py; docs/configuration.md). Unset: clicks carry their country only.
+GEOIP_PATH = env.str("GEOIP_PATH", default="")
 # Redirects answered without a click recorded are logged as one line per this many seconds (clicks/views.py).
 UNTRACKED_LOG_SECONDS = env_float("UNTRACKED_LOG_SECONDS", 10.0)
 READY_TIMEOUT = env_float("READY_TIMEOUT", 2.0)

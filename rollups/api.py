@@ -9,14 +9,21 @@ from rest_framework import viewsets
 from rest_framework.response import Response
 
 from campaigns.models import Campaign
-from clicks.models import Link, Post
+from clicks.models import Link, Post, Tag
 from lftrack.errors import Forbidden, NotFound, Unprocessable
 from lftrack.openapi import PagedAutoSchema
 from lftrack.pagination import query_int
 from lftrack.ratelimit import READ_LIMITS, rate_limit
 from rollups import openapi
-from rollups.openapi import DEFAULT_DAYS, GROUPS_DEFAULT, GROUPS_MAX, MAX_DAYS, TEST_TOKEN_REFUSED
-from rollups.selectors import GROUPS, daily_numbers
+from rollups.openapi import (
+    DEFAULT_DAYS,
+    GROUP_BY_INVALID,
+    GROUPS_DEFAULT,
+    GROUPS_MAX,
+    MAX_DAYS,
+    TEST_TOKEN_REFUSED,
+)
+from rollups.selectors import BREAKDOWNS, GROUPS, daily_numbers
 
 
 def query_date(params, name: str) -> date | None:
@@ -54,7 +61,7 @@ class AnalyticsViewSet(viewsets.ViewSet):
             raise Unprocessable(f"the range is longer than {MAX_DAYS} days")
         group_by = params.get("group_by", "day")
         if group_by not in GROUPS:
-            raise Unprocessable("group_by must be day, link, post or campaign")
+            raise Unprocessable(GROUP_BY_INVALID)
         raw = params.get("limit", str(GROUPS_DEFAULT))
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 4 and 1 <= int(raw) <= GROUPS_MAX):
             raise Unprocessable(f"limit must be 1 to {GROUPS_MAX}")
@@ -93,9 +100,15 @@ def _filters(params, *, workspace_id: int) -> dict:
 
 
 def _group_keys(group_by: str, keys: list) -> dict:
-    """Each group's key as the answer names it: the day, the link or post id, the campaign's slug."""
+    """Each group's key as the answer names it: the day, the link or post id, the campaign's slug, the tag's name, the
+    click's country or UTM field (null for '': none)."""
     if group_by == "day":
         return {key: {"day": key.isoformat()} for key in keys}
+    if group_by in BREAKDOWNS:
+        return {key: {group_by: key or None} for key in keys}
+    if group_by == "tag":
+        names = dict(Tag.objects.filter(pk__in=[key for key in keys if key is not None]).values_list("pk", "name"))
+        return {key: {"tag": names.get(key)} for key in keys}
     if group_by == "campaign":
         slugs = dict(Campaign.objects.filter(pk__in=[key for key in keys if key is not None]).values_list("pk", "slug"))
         return {key: {"campaign": slugs.get(key)} for key in keys}

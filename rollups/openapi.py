@@ -13,12 +13,13 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 366
 GROUPS_MAX = 1000
 GROUPS_DEFAULT = 100
+GROUP_BY_INVALID = f"group_by must be one of {', '.join(GROUPS)}"
 ANALYTICS_ERRORS = [
     "since must be a date (YYYY-MM-DD)",
     "until must be a date (YYYY-MM-DD)",
     "since is after until",
     f"the range is longer than {MAX_DAYS} days",
-    "group_by must be day, link, post or campaign",
+    GROUP_BY_INVALID,
     f"limit must be 1 to {GROUPS_MAX}",
     "link_id must be an integer",
     "post_id must be an integer",
@@ -37,12 +38,29 @@ class NumbersOut(serializers.Serializer):
 
 @extend_schema_serializer(component_name="AnalyticsGroup")
 class GroupOut(NumbersOut):
-    """One of `day`, `link_id`, `post_id` or `campaign` says which group, as `group_by` asked."""
+    """One of `day`, `link_id`, `post_id`, `campaign`, `country`, `utm_source`, `utm_medium`, `utm_campaign` or
+    `tag` says which group, as `group_by` asked."""
 
     day = serializers.DateField(required=False)
     link_id = serializers.IntegerField(required=False)
     post_id = serializers.IntegerField(required=False)
     campaign = serializers.CharField(required=False, allow_null=True, help_text="The slug; null: posts in no campaign.")
+    country = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="ISO 3166 alpha-2 code of the click's country (of a conversion's click); null: not known.",
+    )
+    utm_source = serializers.CharField(
+        required=False, allow_null=True, help_text="The click's link's `utm_source` when clicked; null: none."
+    )
+    utm_medium = serializers.CharField(required=False, allow_null=True, help_text="As `utm_source`.")
+    utm_campaign = serializers.CharField(required=False, allow_null=True, help_text="As `utm_source`.")
+    tag = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="A tag of the link, as the link has it now (a link counts under each of its tags); null: links "
+        "without tags.",
+    )
 
 
 @extend_schema_serializer(component_name="Analytics")
@@ -62,8 +80,10 @@ ANALYTICS = {
     "operation_id": "analytics",
     "summary": "Clicks, leads, sales and revenue over a range of days",
     "description": "The workspace's numbers over the UTC days `since` to `until` (both included; by default the "
-    f"last {DEFAULT_DAYS} days, today included; at most {MAX_DAYS} days), per day, link, post or campaign, exact "
-    "at the moment of the request. Revenue is per currency, gross, refunded and net; a sale counts on the day it "
+    f"last {DEFAULT_DAYS} days, today included; at most {MAX_DAYS} days), per day, link, post, campaign, "
+    "country, UTM source, medium or campaign, or tag, exact at the moment of the request. Country and UTM fields "
+    "are the click's (a conversion's and a refund's: their click's), as stored when it was recorded; a tag is "
+    "the link's as it is now, and `total` counts a link of several tags once. Revenue is per currency, gross, refunded and net; a sale counts on the day it "
     "occurred (a backfill on its own day) and its refunds on the same day. Bot clicks and test-mode data are "
     "never counted; a test token is refused (403). Limits: 600 requests a minute per token and per client "
     "address.",

@@ -22,11 +22,13 @@ from lftrack.db import sql_cursor
 from rollups.models import (
     CampaignNumberDelta,
     CampaignTotals,
+    DailyBreakdowns,
     DailyClickKinds,
     DailyStepSends,
     DailyTotals,
     LinkTotals,
     Watermark,
+    WorkspaceBreakdowns,
 )
 
 
@@ -41,6 +43,11 @@ class Source:
     counted: dict  # column = value: the rows that count at all (people's clicks, live-mode events)
     moment: str  # the column whose UTC day a row counts on
     currency: str  # the row's currency key: '' for rows without money
+    click_join: str = ""  # joins that bring the row's click `c` (none for a click: it is `x`)
+
+    @property
+    def click(self) -> str:
+        return "c" if self.click_join else "x"
 
     @property
     def table(self) -> str:
@@ -64,13 +71,41 @@ def _matching(conditions: dict) -> str:
     return " AND ".join(f"x.{column} = {literal(value)}" for column, value in conditions.items())
 
 
+_CLICKS = Click._meta.db_table
 SOURCES = {
     Click: Source(Click, {"is_bot": False}, "created_at", "''"),  # people only (clicks/bots.py)
     ConversionEvent: Source(
-        ConversionEvent, {"is_test": False}, "occurred_at", "CASE WHEN x.event = 'sale' THEN x.currency ELSE '' END"
+        ConversionEvent,
+        {"is_test": False},
+        "occurred_at",
+        "CASE WHEN x.event = 'sale' THEN x.currency ELSE '' END",
+        f" JOIN {_CLICKS} c ON c.id = x.click_id",
     ),
-    Refund: Source(Refund, {"is_test": False}, "sale_occurred_at", "x.currency"),  # on the sale's day
+    Refund: Source(  # on the sale's day, by the sale's click
+        Refund,
+        {"is_test": False},
+        "sale_occurred_at",
+        "x.currency",
+        f" JOIN {ConversionEvent._meta.db_table} e ON e.id = x.conversion_id JOIN {_CLICKS} c ON c.id = e.click_id",
+    ),
 }
+
+# What numbers break down by besides the link's own groups: a click's dimensions, as SQL on the click `{c}` (a
+# conversion and a refund by their click's), each rolled up into DailyBreakdowns and WorkspaceBreakdowns under its
+# value ('' for none).
+BREAKDOWNS = {
+    "country": "{c}.country",
+    "utm_source": "{c}.utm_source",
+    "utm_medium": "{c}.utm_medium",
+    "utm_campaign": "{c}.utm_campaign",
+}
+
+
+def breakdown_values(source: Source) -> str:
+    """`source`'s row `x` with its click, as one row (dimension, value) per breakdown: `d`, after the click's joins.
+    The roll-up counts each row of `x` once per dimension."""
+    values = ", ".join(f"('{name}', {sql.format(c=source.click)})" for name, sql in BREAKDOWNS.items())
+    return f"{source.click_join} CROSS JOIN LATERAL (VALUES {values}) AS d(dimension, value)"
 
 
 @dataclass(frozen=True)
@@ -234,18 +269,24 @@ def campaign_step_sends(*, campaign_id: int, since: date) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Numbers per group and currency: totals rows plus every source's tail, in one statement.
 
-GROUPS = ("day", "link", "post", "campaign")
+_WORKSPACE = "x.workspace_id = %(workspace)s"  # the scope of a workspace's numbers, no link, post or campaign named
+# Tag: a link's tags, as they are now (many per link): a row counts under each tag of its link, None if it has none.
+GROUPS = ("day", "link", "post", "campaign", *BREAKDOWNS, "tag")
 _COLUMNS = [number.name for number in LINK_NUMBERS]
-_KEYS = {"link": "x.link_id", "post": "l.post_id", "campaign": "cp.campaign_id"}
+_KEYS = {"link": "x.link_id", "post": "l.post_id", "campaign": "cp.campaign_id", "tag": "lt.tag_id"}
+_LINK_TAGS = Link.tags.through._meta.db_table
 
 
 def _joins(*, group: str, scope: str) -> str:
-    """The row's link `l` and its campaign post `cp`, when the group key or the scope reads them: a workspace's
-    numbers per day or per link read the totals alone (tens of thousands of rows, no join per row)."""
+    """The row's link `l` and its campaign post `cp`, when the group key or the scope reads them, and its link's
+    tags `lt` for the tag group: a workspace's numbers per day, link or click dimension read the totals alone (tens
+    of thousands of rows, no join per row)."""
     campaign = group == "campaign" or "cp." in scope
     link = campaign or group == "post" or "l." in scope
-    return (f" JOIN {Link._meta.db_table} l ON l.id = x.link_id" if link else "") + (
-        f" LEFT JOIN {CampaignPost._meta.db_table} cp ON cp.post_id = l.post_id" if campaign else ""
+    return (
+        (f" JOIN {Link._meta.db_table} l ON l.id = x.link_id" if link else "")
+        + (f" LEFT JOIN {CampaignPost._meta.db_table} cp ON cp.post_id = l.post_id" if campaign else "")
+        + (f" LEFT JOIN {_LINK_TAGS} lt ON lt.link_id = x.link_id" if group == "tag" else "")
     )
 
 
@@ -254,7 +295,9 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
     above its watermark. One statement, so one snapshot: the totals and the watermarks agree.
 
     `scope` is SQL on the row `x` (workspace_id, link_id), its link `l` and the link's campaign post `cp` (joined
-    only when read).
+    only when read). A click dimension (BREAKDOWNS) reads the rows of that dimension of WorkspaceBreakdowns (the
+    whole workspace: `scope` is _WORKSPACE) or DailyBreakdowns instead of `totals` (daily only), and each source's
+    rows by their click.
     A tail is `x.id > %(mark_<table>)s AND x.id > (its watermark)`: the literal, read just before, lets the
     planner see that the tail is a few rows at the end of the primary key (a watermark read inside the
     statement is unknown when it plans, and a workspace of millions of rows would be scanned); the
@@ -262,18 +305,30 @@ def _grouped_sql(*, totals: type[models.Model], group: str, scope: str, days: bo
     """
     sums = ", ".join(f"SUM(x.{column}) AS {column}" for column in _COLUMNS)
     joins = _joins(group=group, scope=scope)
+    if group in BREAKDOWNS:
+        if not days:
+            raise ValueError("click dimensions are rolled up per day only")
+        # A workspace's numbers read its own rows; narrowed to links, posts or a campaign, the links' rows.
+        breakdowns = WorkspaceBreakdowns if scope == _WORKSPACE else DailyBreakdowns
+        table, key, only = breakdowns._meta.db_table, "x.value", f" AND x.dimension = '{group}'"
+    else:
+        table, key, only = totals._meta.db_table, "x.day" if group == "day" else _KEYS[group], ""
     parts = [
-        f"SELECT {'x.day' if group == 'day' else _KEYS[group]} AS key, x.currency, {sums}"
-        f" FROM {totals._meta.db_table} x{joins} WHERE {scope}"
+        f"SELECT {key} AS key, x.currency, {sums}"
+        f" FROM {table} x{joins} WHERE {scope}{only}"
         + (" AND x.day >= %(since)s AND x.day <= %(until)s" if days else "")
         + " GROUP BY 1, 2"
     ]
     for source in SOURCES.values():
         values = ", ".join(number.sql() if number.source is source.model else "0" for number in LINK_NUMBERS)
         mark = f"(SELECT COALESCE(MAX(last_id), 0) FROM {Watermark._meta.db_table} WHERE source = '{source.table}')"
+        if group in BREAKDOWNS:
+            key, click = BREAKDOWNS[group].format(c=source.click), source.click_join
+        else:
+            key, click = source.day if group == "day" else _KEYS[group], ""
         parts.append(
-            f"SELECT {source.day if group == 'day' else _KEYS[group]}, {source.currency}, {values}"
-            f" FROM {source.table} x{joins} WHERE {scope} AND {source.where}"
+            f"SELECT {key}, {source.currency}, {values}"
+            f" FROM {source.table} x{joins}{click} WHERE {scope} AND {source.where}"
             f" AND x.id > %(mark_{source.table})s AND x.id > {mark}"
             + (f" AND x.{source.moment} >= %(start)s AND x.{source.moment} < %(end)s" if days else "")
             + " GROUP BY 1, 2"
@@ -364,9 +419,11 @@ def daily_numbers(
     Returns {"total": numbers, "groups": [{"key": ..., **numbers}, ...]} where numbers is
     {"clicks", "leads", "sales", "revenue": [{"currency", "sales", "gross_cents", "refunded_cents",
     "net_cents"}, ...]} (revenue sorted by currency; counts are of all currencies). Groups by `group_by`:
-    "day" gives every day of the range in order, zeros included, keyed by a `date`; "link", "post" and
-    "campaign" give only those with numbers, keyed by id (campaign None: links whose post is in none),
-    most clicks first, then most leads, then by key.
+    "day" gives every day of the range in order, zeros included, keyed by a `date`; "link", "post",
+    "campaign" and "tag" give only those with numbers, keyed by id (campaign None: links whose post is in none;
+    tag None: links without tags; a link's numbers count under each of its tags); "country", "utm_source",
+    "utm_medium" and "utm_campaign" (BREAKDOWNS) by the click's value, '' for none; most clicks first, then most
+    leads, then by key.
     """
     if group_by not in GROUPS:
         raise ValueError(f"group_by must be one of {', '.join(GROUPS)}")
@@ -374,8 +431,7 @@ def daily_numbers(
     groups = _grouped(
         totals=DailyTotals,
         group=group_by,
-        scope="x.workspace_id = %(workspace)s"
-        + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
+        scope=_WORKSPACE + _link_scope(link_ids=link_ids, post_ids=post_ids, campaign_ids=campaign_ids),
         params={
             "workspace": workspace_id,
             "since": since,
@@ -392,9 +448,23 @@ def daily_numbers(
     if group_by == "day":
         keys = [since + timedelta(days=n) for n in range((until - since).days + 1)]
     else:
-        keys = sorted(numbers, key=lambda key: (-numbers[key]["clicks"], -numbers[key]["leads"], key is None, key or 0))
+        keys = sorted(
+            numbers, key=lambda key: (-numbers[key]["clicks"], -numbers[key]["leads"], key in (None, ""), key or 0)
+        )
+    if group_by == "tag":  # a link of several tags counts under each: the total is the links' own, read apart
+        total = daily_numbers(
+            workspace_id=workspace_id,
+            since=since,
+            until=until,
+            link_ids=link_ids,
+            post_ids=post_ids,
+            campaign_ids=campaign_ids,
+            group_by="link",
+        )["total"]
+    else:
+        total = numbers_of([row for rows in groups.values() for row in rows])
     return {
-        "total": numbers_of([row for rows in groups.values() for row in rows]),
+        "total": total,
         "groups": [{"key": key, **numbers.get(key, numbers_of([]))} for key in keys],
     }
 

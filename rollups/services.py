@@ -22,13 +22,15 @@ from lftrack.errors import Unprocessable
 from rollups.models import (
     CampaignNumberDelta,
     CampaignTotals,
+    DailyBreakdowns,
     DailyClickKinds,
     DailyStepSends,
     DailyTotals,
     LinkTotals,
     Watermark,
+    WorkspaceBreakdowns,
 )
-from rollups.selectors import CLICK_KINDS, LINK_NUMBERS, SOURCES, Source
+from rollups.selectors import CLICK_KINDS, LINK_NUMBERS, SOURCES, Source, breakdown_values
 
 WRITER_WAIT_SECONDS = 10.0
 logger = logging.getLogger("lftrack.rollups")
@@ -66,6 +68,32 @@ def _link_add_sql(source: Source, totals: type[models.Model], rows: str) -> str:
     )
 
 
+def _breakdowns_add_sql(source: Source, totals: type[models.Model], rows: str) -> str:
+    """The statement that adds `source`'s counted `rows` to DailyBreakdowns (per link) or WorkspaceBreakdowns: per
+    UTC day, click dimension and value (the row's click's: rollups/selectors.py, BREAKDOWNS) and currency, each row
+    once per dimension."""
+    mine = [number for number in LINK_NUMBERS if number.source is source.model]
+    table = totals._meta.db_table
+    if totals is DailyBreakdowns:
+        columns, keys = (
+            "workspace_id, link_id, day, dimension, value, currency",
+            "link_id, day, dimension, value, currency",
+        )
+        owner, groups = "MIN(x.workspace_id), x.link_id", "2, 3, 4, 5, 6"
+    else:
+        columns = keys = "workspace_id, day, dimension, value, currency"
+        owner, groups = "x.workspace_id", "1, 2, 3, 4, 5"
+    return (
+        f"INSERT INTO {table} ({columns}, {', '.join(number.name for number in mine)})"
+        f" SELECT {owner}, {source.day}, d.dimension, d.value, {source.currency},"
+        f" {', '.join(number.sql() for number in mine)}"
+        f" FROM {source.table} x{breakdown_values(source)} WHERE {rows} AND {source.where}"
+        f" GROUP BY {groups}"
+        f" ON CONFLICT ({keys}) DO UPDATE SET"
+        f" {', '.join(f'{n.name} = {table}.{n.name} + excluded.{n.name}' for n in mine)}"
+    )
+
+
 def _add_sql(model: type[models.Model], *, narrowed: bool) -> list[str]:
     """The set-based statements that add `model`'s rows in (after, upto] (`narrowed`: of the units in %(units)s)
     into the totals, grouped per link (and day) and currency, or per campaign. MIN(workspace_id): a link's rows
@@ -74,6 +102,7 @@ def _add_sql(model: type[models.Model], *, narrowed: bool) -> list[str]:
     if model in SOURCES:
         source = SOURCES[model]
         statements = [_link_add_sql(source, totals, rows) for totals in (LinkTotals, DailyTotals)]
+        statements += [_breakdowns_add_sql(source, totals, rows) for totals in (DailyBreakdowns, WorkspaceBreakdowns)]
         if (
             model is Click
         ):  # the dashboard's breakdowns: each click once per kind (device, browser, referrer) and UTC day
@@ -311,6 +340,8 @@ def numbers_rebuild(*, wait_seconds: float = WRITER_WAIT_SECONDS) -> dict[str, i
     LinkTotals.objects.all().delete()
     DailyTotals.objects.all().delete()
     DailyClickKinds.objects.all().delete()
+    DailyBreakdowns.objects.all().delete()
+    WorkspaceBreakdowns.objects.all().delete()
     CampaignTotals.objects.all().delete()
     result = {
         model._meta.db_table: source_roll_up(model=model, wait_seconds=wait_seconds)

@@ -124,9 +124,16 @@ STATEMENTS: dict[tuple[str, str], Callable[[], Iterable[str]]] = {
     ("rollups.selectors", "_STEP_SENDS_SQL"): _constant(rollups.selectors, "_STEP_SENDS_SQL"),
     ("rollups.selectors", "_grouped_sql(totals=totals, group=group, scope=scope, days=days)"): lambda: [
         *(rollups.selectors._grouped_sql(totals=DailyTotals, group=group, scope=SCOPE, days=True) for group in GROUPS),
+        *(  # a whole workspace's, by the workspace's own breakdowns
+            rollups.selectors._grouped_sql(
+                totals=DailyTotals, group=group, scope=rollups.selectors._WORKSPACE, days=True
+            )
+            for group in rollups.selectors.BREAKDOWNS
+        ),
         *(
             rollups.selectors._grouped_sql(totals=LinkTotals, group=group, scope=SCOPE, days=False)
             for group in GROUPS[1:]
+            if group not in rollups.selectors.BREAKDOWNS  # rolled up per day only
         ),
     ],
     ("rollups.selectors", "_click_kinds_sql(scope=scope)"): lambda: [rollups.selectors._click_kinds_sql(scope=SCOPE)],

@@ -219,7 +219,7 @@ def test_a_batch_records_each_visit_within_the_limit_and_answers_each_its_own(se
     spring, autumn = LinkFactory(destination="https://e.com/spring"), LinkFactory(destination="https://e.com/autumn")
 
     def visit(key, client, click_id):
-        return _Visit(key, click_id, "UA", "", False, "other", "", "", "", client)
+        return _Visit(key, click_id, "UA", "", False, "other", "", "", "", "", "", client)
 
     answers = _visits_record(
         [

@@ -154,7 +154,7 @@ def test_a_batch_of_redirects_writes_one_click_event_per_recorded_click_of_a_wor
     )
 
     def visit(link, client, click_id):
-        return _Visit(link.key, click_id, "UA", "", False, "other", "", "", "", client)
+        return _Visit(link.key, click_id, "UA", "", False, "other", "", "", "", "", "", client)
 
     answers = _visits_record(
         [
