@@ -22,10 +22,14 @@ worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gevent")
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000" if worker_class == "gevent" else "127.0.0.1:8001")
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
+if worker_class == "gevent":
+    # gevent's worker, closing a client connection's database connections when it ends (lftrack/gunicorn_worker.py).
+    worker_class = "lftrack.gunicorn_worker.GeventWorker"
 # Each connection is a greenlet, and each greenlet that writes a batch keeps a database connection of
 # its own (Django's connections are per greenlet): workers x this stays under PostgreSQL's
-# max_connections. Connections past it wait in the listen backlog, which is the back-pressure we want.
-worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", 100))
+# max_connections (100 by default, which 2 x 100 overran at 256 clients: docs/deployment.md, "gunicorn").
+# Connections past it wait in the listen backlog, which is the back-pressure we want.
+worker_connections = int(os.environ.get("GUNICORN_WORKER_CONNECTIONS", 40))
 # A request that takes 30 s is stuck (a lost database); kill it rather than hold the worker.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 30))
 # On SIGTERM or HUP (graceful reload) a worker finishes its requests for up to this long.
