@@ -47,29 +47,38 @@ def revenue_text(revenue: list[dict]) -> str:
     return format_html_join(mark_safe("<br>"), "{}{}", lines) if lines else "-"
 
 
-class NumbersColumns:
-    """A list column per count of the link numbers (rollups/selectors.py), and the revenue per currency, net of
-    refunds, shared by the post and link lists: a page's revenue in one statement."""
+class PageRevenue:
+    """A list's revenue per currency: the page's rows' in one statement (`revenue_of`, kept on each row as
+    `revenue_shown`), an object page's in its own. The post, link and contact lists share it."""
 
-    money_group = "link"  # or "post"
+    def revenue_of(self, ids: list[int]) -> dict[int, list[dict]]:
+        raise NotImplementedError
 
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)
         rows = list(changelist.result_list)  # evaluated once: the page renders these same objects
-        money = self.money_for([row.pk for row in rows])
+        revenue = self.revenue_of([row.pk for row in rows])
         for row in rows:
-            row.revenue_shown = money.get(row.pk, [])
+            row.revenue_shown = revenue.get(row.pk, [])
         return changelist
 
-    def money_for(self, ids: list[int]) -> dict[int, list[dict]]:
+    def shown_revenue(self, obj) -> list[dict]:
+        shown = getattr(obj, "revenue_shown", None)
+        return shown if shown is not None else self.revenue_of([obj.pk]).get(obj.pk, [])
+
+
+class NumbersColumns(PageRevenue):
+    """A list column per count of the link numbers (rollups/selectors.py), and the revenue per currency, net of
+    refunds, shared by the post and link lists."""
+
+    money_group = "link"  # or "post"
+
+    def revenue_of(self, ids: list[int]) -> dict[int, list[dict]]:
         return money_of(group=self.money_group, **{f"{self.money_group}_ids": ids})
 
     @admin.display(description="revenue (net)")
     def revenue(self, obj) -> str:
-        shown = getattr(obj, "revenue_shown", None)
-        if shown is None:  # an object page: its own statement
-            shown = self.money_for([obj.pk]).get(obj.pk, [])
-        return revenue_text(shown)
+        return revenue_text(self.shown_revenue(obj))
 
 
 for _number in COUNTS:

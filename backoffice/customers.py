@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from backoffice.base import ServiceFormAdmin
-from backoffice.clicks import revenue_text
+from backoffice.clicks import PageRevenue, revenue_text
 from backoffice.contact_page import contact_sections, suppression_row
 from backoffice.display import when
 from backoffice.exports import Column, CsvExportMixin
@@ -130,7 +130,7 @@ class EnrollForm(forms.Form):
 
 
 @admin.register(Customer)
-class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
+class CustomerAdmin(PageRevenue, ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     """Contacts. Identity fields change only through the matching service, so the page is read-only."""
 
     view_roles = add_roles = MEMBERS
@@ -327,14 +327,8 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
         contacts = super().get_queryset(request).filter(erased_at__isnull=True).annotate(suppressed=suppression_of())
         return with_totals(contacts)
 
-    def get_changelist_instance(self, request):
-        """The page's revenue in every currency, one statement for all its rows."""
-        changelist = super().get_changelist_instance(request)
-        rows = list(changelist.result_list)  # evaluated once: the page renders these same objects
-        totals = customer_totals(customer_ids=[row.pk for row in rows])
-        for row in rows:
-            row.revenue_shown = totals[row.pk]["revenue"]
-        return changelist
+    def revenue_of(self, ids: list[int]) -> dict[int, list[dict]]:
+        return {pk: totals["revenue"] for pk, totals in customer_totals(customer_ids=ids).items()}
 
     @admin.display(description="leads", ordering="leads_total")
     def leads(self, obj: Customer) -> int:
@@ -348,10 +342,8 @@ class CustomerAdmin(ContactImportMixin, CsvExportMixin, ServiceFormAdmin):
     # (no exchange rate is applied); the other currencies show below it.
     @admin.display(description="net revenue", ordering="net_main")
     def net_revenue(self, obj: Customer) -> str:
-        shown = getattr(obj, "revenue_shown", None)
-        if shown is None:  # an object page: its own statement
-            shown = customer_totals(customer_ids=[obj.pk])[obj.pk]["revenue"]
         main = getattr(obj, "main_currency", "")
+        shown = self.shown_revenue(obj)
         return revenue_text(sorted(shown, key=lambda entry: (entry["currency"] != main, entry["currency"])))
 
     @admin.display(description="email", ordering="email")
