@@ -11,6 +11,7 @@ from django.utils.html import format_html
 
 from backoffice.base import WorkspaceScopedAdmin
 from backoffice.display import when
+from backoffice.email_preview import preview_view, send_test_view
 from backoffice.scoping import MEMBERS, OWNERS, scope
 from campaigns.broadcasts import (
     broadcast_cancel,
@@ -232,20 +233,30 @@ class BroadcastAdmin(WorkspaceScopedAdmin):
     search_fields = ["name", "subject"]
     ordering = ["-created_at", "-pk"]
     actions = ["send_now", "pause_broadcasts", "resume_broadcasts", "cancel_broadcasts"]
-    done_fields = ["status", "scheduled_at", "started_at", "finished_at", "progress", "numbers"]
+    done_fields = ["status", "scheduled_at", "started_at", "finished_at", "progress", "numbers", "preview"]
 
     def get_fields(self, request, obj=None):
         if obj is not None and obj.status not in (Broadcast.Status.DRAFT, Broadcast.Status.SCHEDULED):
             return ["workspace", "segment", "name", "subject", "markdown", "body", *self.done_fields]
         fields = ["workspace", "segment", "name", "subject", "markdown", "body", "send_at"]
-        return fields if obj is None else [*fields, "progress"]
+        return fields if obj is None else [*fields, "progress", "preview"]
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return []
         if obj.status in (Broadcast.Status.DRAFT, Broadcast.Status.SCHEDULED):
-            return ["workspace", "progress"]
+            return ["workspace", "progress", "preview"]
         return ["workspace", "segment", "name", "subject", "markdown", "body", *self.done_fields]
+
+    def get_urls(self):
+        def view(function):
+            return self.admin_site.admin_view(lambda request, **kwargs: function(self, request, **kwargs))
+
+        return [
+            path("<path:object_id>/preview/", view(preview_view), name="campaigns_broadcast_preview"),
+            path("<path:object_id>/test/", view(send_test_view), name="campaigns_broadcast_test_send"),
+            *super().get_urls(),
+        ]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
@@ -291,6 +302,11 @@ class BroadcastAdmin(WorkspaceScopedAdmin):
             done["skipped"],
             done["waiting"],
         )
+
+    @admin.display(description="preview")
+    def preview(self, obj: Broadcast) -> str:
+        url = reverse("admin:campaigns_broadcast_preview", args=[obj.pk])
+        return format_html('<a href="{}" class="button lf-preview-link">Preview and test</a>', url)
 
     @admin.display(description="numbers")
     def numbers(self, obj: Broadcast) -> str:

@@ -12,13 +12,13 @@ from django.utils.html import format_html
 
 from backoffice.base import ServiceFormAdmin, WorkspaceScopedAdmin, WorkspaceScopedStackedInline
 from backoffice.display import when
+from backoffice.email_preview import preview_view, send_test_view
 from backoffice.exports import Column, CsvExportMixin
 from backoffice.filters import ModeFilter
 from backoffice.forms import WorkspaceChoiceForm
 from backoffice.funnel import funnel_context
 from backoffice.scoping import MEMBERS, OWNERS, scope
 from backoffice.step_numbers import step_numbers_context
-from backoffice.step_preview import preview_view, test_send_view
 from campaigns.mail import subject_render
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
 from campaigns.services import (
@@ -164,7 +164,7 @@ class CampaignAdmin(WorkspaceScopedAdmin):
             "<path:object_id>/steps/<str:position>/preview/", view(preview_view), name="campaigns_campaign_preview"
         )
         test = path(
-            "<path:object_id>/steps/<str:position>/test/", view(test_send_view), name="campaigns_campaign_test_send"
+            "<path:object_id>/steps/<str:position>/test/", view(send_test_view), name="campaigns_campaign_test_send"
         )
         return [switch, preview, test, *super().get_urls()]
 

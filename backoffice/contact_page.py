@@ -9,8 +9,15 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from campaigns.mail import subject_render
-from campaigns.models import EmailSend, Enrollment, Suppression
-from campaigns.selectors import email_clicks_of_sends, enrollments_of_customer, sends_of_customer, suppression_by_email
+from campaigns.models import Broadcast, BroadcastRecipient, EmailSend, Enrollment, Suppression
+from campaigns.selectors import (
+    broadcast_clicks_of_recipients,
+    broadcasts_of_customer,
+    email_clicks_of_sends,
+    enrollments_of_customer,
+    sends_of_customer,
+    suppression_by_email,
+)
 from clicks.models import Click, Link
 from conversions.models import ConversionEvent
 from conversions.selectors import clicks_of_customer, conversions_of_customer
@@ -51,6 +58,7 @@ def contact_sections(customer: Customer) -> dict:
     clicks = list(clicks_of_customer(customer=customer)[: PAGE_ROWS + 1])
     first_click = clicks_of_customer(customer=customer).order_by("created_at", "pk").first()
     sends = list(sends_of_customer(customer=customer)[: PAGE_ROWS + 1])
+    broadcasts = list(broadcasts_of_customer(customer=customer)[: PAGE_ROWS + 1])
     enrollments = list(enrollments_of_customer(customer=customer)[: PAGE_ROWS + 1])
     activities = list(customer_activity(customer=customer)[: PAGE_ROWS * 2])
     more = {
@@ -59,23 +67,30 @@ def contact_sections(customer: Customer) -> dict:
             ("conversions", conversions),
             ("clicks", clicks),
             ("sends", sends),
+            ("broadcasts", broadcasts),
             ("enrollments", enrollments),
         )
     }
-    conversions, clicks, sends, enrollments = (rows[:PAGE_ROWS] for rows in (conversions, clicks, sends, enrollments))
+    conversions, clicks, sends, enrollments, broadcasts = (
+        rows[:PAGE_ROWS] for rows in (conversions, clicks, sends, enrollments, broadcasts)
+    )
     by_contact = f"?customer__id__exact={customer.pk}"
     email_clicks = email_clicks_of_sends(send_ids=[send.pk for send in sends])
+    broadcast_clicks = broadcast_clicks_of_recipients(recipient_ids=[r.pk for r in broadcasts])
+    emails = [_send_row(s, customer, email_clicks.get(s.pk, [])) for s in sends]
+    emails += [_broadcast_row(r, customer, broadcast_clicks.get(r.pk, [])) for r in broadcasts]
+    emails.sort(key=lambda row: row["when"], reverse=True)
     return {
         **more,
         "first_touch": first_touch(first_click),
         "conversions": [_conversion_row(c) for c in conversions],
         "conversions_url": reverse("admin:conversions_conversionevent_changelist") + by_contact,
         "clicks": [_click_row(c) for c in clicks],
-        "sends": [_send_row(s, customer, email_clicks.get(s.pk, [])) for s in sends],
+        "sends": emails,
         "sends_url": reverse("admin:campaigns_emailsend_changelist") + "?" + urlencode({"q": customer.email}),
         "enrollments": [_enrollment_row(e) for e in enrollments],
         "enrollments_url": reverse("admin:campaigns_enrollment_changelist") + by_contact,
-        "timeline": timeline(customer, activities, clicks, conversions, sends, enrollments),
+        "timeline": timeline(customer, activities, clicks, conversions, sends, enrollments, broadcasts),
     }
 
 
@@ -95,9 +110,9 @@ def first_touch(click: Click | None) -> dict | None:
     }
 
 
-def timeline(customer: Customer, activities, clicks, conversions, sends, enrollments) -> list[Entry]:
-    """Identity changes, clicks, conversions, enrollments (and their stops, resumes, completions), emails and
-    the suppression, newest first."""
+def timeline(customer: Customer, activities, clicks, conversions, sends, enrollments, broadcasts) -> list[Entry]:
+    """Identity changes, clicks, conversions, enrollments (and their stops, resumes, completions), emails (of
+    sequences and broadcasts) and the suppression, newest first."""
     entries = [Entry(a.created_at, "identity", _describe(a), a.get_channel_display()) for a in activities]
     entries += [
         Entry(c.created_at, "click", format_html("Clicked {} ({})", _link(c.link), _post(c.link)), _device(c))
@@ -124,6 +139,12 @@ def timeline(customer: Customer, activities, clicks, conversions, sends, enrollm
         entries.append(Entry(s.sent_at, "email", format_html("{} {} ({})", verb, email, s.campaign)))
         if s.complained_at is not None:
             entries.append(Entry(s.complained_at, "email", format_html("Marked {} as spam", email)))
+    for r in broadcasts:
+        if r.sent_at is not None:
+            verb = {"sent": "Emailed", "failed": "Email failed:", "reserved": "Emailing"}.get(r.status, r.status)
+            entries.append(Entry(r.sent_at, "email", format_html("{} {}", verb, _broadcast(r.broadcast))))
+        if r.complained_at is not None:
+            entries.append(Entry(r.complained_at, "email", format_html("Marked {} as spam", _broadcast(r.broadcast))))
     suppression = suppression_row(customer)
     if suppression is not None and not any(a.kind == Kind.SUPPRESSED for a in activities):
         entries.append(Entry(suppression.created_at, "identity", format_html("Suppressed: {}", suppression.reason)))
@@ -204,6 +225,27 @@ def _send_row(send: EmailSend, customer: Customer, clicks: list[Click]) -> dict:
         "status": send.get_status_display(),
         "complained_at": send.complained_at,
         "error": send.error,
+    }
+
+
+def _broadcast(broadcast: Broadcast) -> SafeString:
+    url = reverse("admin:campaigns_broadcast_change", args=[broadcast.pk])
+    return format_html('broadcast <a href="{}">{}</a>', url, broadcast)
+
+
+def _broadcast_row(recipient: BroadcastRecipient, customer: Customer, clicks: list[Click]) -> dict:
+    broadcast = recipient.broadcast
+    return {
+        # Which of the broadcast's tracked links they followed, and when (its signed links name the recipient).
+        "clicked": [(click.created_at, click.link.destination) for click in clicks],
+        # Not mailed yet (or skipped): when its broadcast started, which fixed them among its recipients.
+        "when": recipient.sent_at or broadcast.started_at or broadcast.created_at,
+        "campaign": _broadcast(broadcast),
+        "email": subject_render(broadcast.subject, name=customer.name, email=recipient.to_email or customer.email),
+        "to": recipient.to_email or "-",
+        "status": recipient.get_status_display(),
+        "complained_at": recipient.complained_at,
+        "error": recipient.error,
     }
 
 

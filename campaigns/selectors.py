@@ -1,10 +1,10 @@
-"""Reads of enrollments and suppressions that the services, the commands and the back office share."""
+"""Reads of enrollments, emails and suppressions that the services, the commands and the back office share."""
 
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Lower
 
 from campaigns.digests import suppression_keys
-from campaigns.models import Campaign, EmailSend, Enrollment, Suppression
+from campaigns.models import BroadcastRecipient, Campaign, EmailSend, Enrollment, Suppression
 from clicks.models import Click
 from customers.models import Customer
 from lftrack.db import after_keyset, sql_cursor
@@ -37,6 +37,31 @@ def email_clicks_of_sends(*, send_ids: list[int]) -> dict[int, list[Click]]:
     for click in rows:
         assert click.email_send_id is not None  # the filter's
         clicks.setdefault(click.email_send_id, []).append(click)
+    return clicks
+
+
+def broadcasts_of_customer(*, customer: Customer) -> QuerySet:
+    """The contact's broadcast recipient rows (fixed when each broadcast started), newest first, with the broadcast;
+    through the customer key's index."""
+    return (
+        BroadcastRecipient.objects.filter(workspace_id=customer.workspace_id, customer=customer)
+        .select_related("broadcast")
+        .order_by("-pk")
+    )
+
+
+def broadcast_clicks_of_recipients(*, recipient_ids: list[int]) -> dict[int, list[Click]]:
+    """By broadcast recipient id, the clicks of people (not bots) on that broadcast's tracked links (a BroadcastLink's
+    Link), oldest first, with the link (docs/email.md, "Broadcasts"; the partial index clicks_click_bc_recipient)."""
+    clicks: dict[int, list[Click]] = {}
+    rows = (
+        Click.objects.filter(broadcast_recipient_id__in=recipient_ids, is_bot=False, link__broadcast_link__isnull=False)
+        .select_related("link")
+        .order_by("created_at")
+    )
+    for click in rows:
+        assert click.broadcast_recipient_id is not None  # the filter's
+        clicks.setdefault(click.broadcast_recipient_id, []).append(click)
     return clicks
 
 

@@ -271,7 +271,7 @@ RATELIMIT_PAYMENT_HOOK_FAILURES_IP = env.str("RATELIMIT_PAYMENT_HOOK_FAILURES_IP
 RATELIMIT_REDIRECT_IP = env.str("RATELIMIT_REDIRECT_IP", default="300/m")
 # Unsubscribe pages per client address (a person opens one; a guesser of signed links gets 400s).
 RATELIMIT_UNSUBSCRIBE_IP = env.str("RATELIMIT_UNSUBSCRIBE_IP", default="60/m")
-# "Send me a test" in the back office, per signed-in user (backoffice/step_preview.py).
+# "Send me a test" in the back office, per signed-in user (backoffice/email_preview.py).
 RATELIMIT_TEST_SENDS = env.str("RATELIMIT_TEST_SENDS", default="10/m")
 RATELIMIT_BROWSER_IP = env.str("RATELIMIT_BROWSER_IP", default="600/m")
 # Per workspace tracking key on the pixel's endpoint: caps what one public key can write, from any address.

@@ -2,7 +2,11 @@
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
+from campaigns.broadcasts import broadcast_save
+from campaigns.models import BroadcastLink, BroadcastRecipient
+from campaigns.segments import segment_save
 from tests.factories import (
     ApiTokenFactory,
     CampaignEmailFactory,
@@ -91,14 +95,24 @@ def test_pages_with_lists_in_them_are_bounded(size, as_alice, acme, django_asser
         )
         ConversionEventFactory(click__link__post__workspace=acme, customer=contact)
         CustomerActivityFactory(customer=contact)
+    segment = segment_save(workspace=acme, name="All", filters={})
+    for n in range(size):  # and many broadcasts, each clicked
+        broadcast = broadcast_save(workspace=acme, segment=segment, name=f"News {n}", subject="News", body="Hi")
+        recipient = BroadcastRecipient.objects.create(
+            workspace=acme, broadcast=broadcast, customer=contact, status="sent", sent_at=timezone.now()
+        )
+        link = LinkFactory(post=rows["post"])
+        BroadcastLink.objects.create(workspace=acme, broadcast=broadcast, link=link, destination=link.destination)
+        ClickFactory(link=link, broadcast_recipient_id=recipient.pk)
     post = rows["post"]
     for _ in range(size):
         LinkFactory(post=post)
     for _ in range(size):
         CampaignEmailFactory(campaign=rows["campaign"])
     pages = {
-        # Clicks, the first touch, emails too, which email links they clicked, and their tags.
-        reverse("admin:customers_customer_change", args=[contact.pk]): 17,
+        # Clicks, the first touch, emails (of sequences and broadcasts) too, which email links they clicked, and
+        # their tags.
+        reverse("admin:customers_customer_change", args=[contact.pk]): 19,
         # Where its clicks came from; its revenue, and its links' revenue, per currency.
         reverse("admin:clicks_post_change", args=[post.pk]): 11,
         # Its funnel: 5 of them; its clicks and conversions per step: 2.
