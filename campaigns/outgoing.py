@@ -24,14 +24,14 @@ def batch_links(contents: Iterable[CampaignEmail] | Iterable[Broadcast]) -> dict
     for content in contents:
         if content.pk in links:
             continue
-        if isinstance(content, Broadcast):
-            ensure, id_name = broadcast_links_ensure, "broadcast_id"
-        else:
-            ensure, id_name = email_links_ensure, "campaign_email_id"
         try:
-            links[content.pk] = ensure(content)
+            if isinstance(content, Broadcast):
+                links[content.pk] = broadcast_links_ensure(content)
+            else:
+                links[content.pk] = email_links_ensure(content)
         except Exception as exc:
             links[content.pk] = {}
+            id_name = "broadcast_id" if isinstance(content, Broadcast) else "campaign_email_id"
             logger.error("links not tracked", extra={id_name: content.pk, "error": type(exc).__name__})
     return links
 
