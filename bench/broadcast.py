@@ -22,10 +22,9 @@ import time
 from pathlib import Path
 
 import psycopg
-from aiosmtpd.controller import Controller
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sender import CountingSink, free_port
+from sender import scratch_sending
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,29 +90,10 @@ def main() -> None:
     parser.add_argument("--start-only", action="store_true", help="time the start (recipients fixed), send nothing")
     args = parser.parse_args()
 
-    admin = psycopg.connect(f"{args.server}/postgres", autocommit=True)
-    admin.execute(f'DROP DATABASE IF EXISTS "{args.db}"')
-    admin.execute(f'CREATE DATABASE "{args.db}"')
-    database_url = f"{args.server}/{args.db}"
-    sink = CountingSink()
-    controller = Controller(sink, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "EMAIL_URL": f"smtp://127.0.0.1:{controller.port}",
-        "SECRET_KEY": "bench-only-secret-key",
-        "PUBLIC_BASE_URL": "https://track.example.com",
-        "DEFAULT_FROM_EMAIL": "Bench <news@bench.example>",
-        "LOG_LEVEL": "WARNING",
-        "CONN_MAX_AGE": "60",
-        "DJANGO_SETTINGS_MODULE": "lftrack.settings",
-    }
-    env.pop("REDIS_URL", None)
-    try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
-        )
+    sending = scratch_sending(
+        server=args.server, db=args.db, keep=args.keep, LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="lftrack.settings"
+    )
+    with sending as (database_url, env, sink):
         with psycopg.connect(database_url) as conn:
             conn.execute(SEED, {"limit": 10 * args.count, "count": args.count, "others": args.others})
             conn.commit()
@@ -149,11 +129,6 @@ def main() -> None:
             "cores": os.cpu_count(),
         }
         print(json.dumps(result))
-    finally:
-        controller.stop()
-        if not args.keep:
-            admin.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        admin.close()
 
 
 if __name__ == "__main__":

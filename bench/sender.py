@@ -25,6 +25,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -64,6 +66,41 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def scratch_sending(*, server: str, db: str, keep: bool, **extra: str) -> Iterator[tuple[str, dict, CountingSink]]:
+    """(database URL, environment, sink): the scratch database `db` on `server`, dropped, created and migrated; a
+    CountingSink on a free loopback port; the environment of a sender process mailing to it, plus `extra`. The
+    sink stops and the database is dropped at the end unless `keep`."""
+    admin = psycopg.connect(f"{server}/postgres", autocommit=True)
+    admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
+    admin.execute(f'CREATE DATABASE "{db}"')
+    database_url = f"{server}/{db}"
+    sink = CountingSink()
+    controller = Controller(sink, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "EMAIL_URL": f"smtp://127.0.0.1:{controller.port}",
+        "SECRET_KEY": "bench-only-secret-key",
+        "PUBLIC_BASE_URL": "https://track.example.com",
+        "DEFAULT_FROM_EMAIL": "Bench <news@bench.example>",
+        "CONN_MAX_AGE": "60",
+        **extra,
+    }
+    env.pop("REDIS_URL", None)
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
+        )
+        yield database_url, env, sink
+    finally:
+        controller.stop()
+        if not keep:
+            admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        admin.close()
 
 
 SEED = """
@@ -214,30 +251,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = parser.parse_args()
 
-    admin = psycopg.connect(f"{args.server}/postgres", autocommit=True)
-    admin.execute(f'DROP DATABASE IF EXISTS "{args.db}"')
-    admin.execute(f'CREATE DATABASE "{args.db}"')
-    database_url = f"{args.server}/{args.db}"
-
-    sink = CountingSink()
-    controller = Controller(sink, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "EMAIL_URL": f"smtp://127.0.0.1:{controller.port}",
-        "SECRET_KEY": "bench-only-secret-key",
-        "PUBLIC_BASE_URL": "https://track.example.com",
-        "DEFAULT_FROM_EMAIL": "Bench <news@bench.example>",
-        "LOG_LEVEL": "INFO",
-        "LOG_FORMAT": "json",
-        "CONN_MAX_AGE": "60",
-    }
-    env.pop("REDIS_URL", None)
-    try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
-        )
+    sending = scratch_sending(server=args.server, db=args.db, keep=args.keep, LOG_LEVEL="INFO", LOG_FORMAT="json")
+    with sending as (database_url, env, sink):
         with psycopg.connect(database_url) as conn:
             seed(conn, count=args.count, others=args.others, suppressed=args.suppressed)
             seed_idle(conn, workspaces=args.idle_workspaces)
@@ -271,11 +286,6 @@ def main() -> None:
                 f"  {result['workers']} worker(s): {result['emails_per_second']} emails/s "
                 f"({result['sent']} in {result['pass_seconds']} s; per worker {result['per_worker']})"
             )
-    finally:
-        controller.stop()
-        if not args.keep:
-            admin.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        admin.close()
 
 
 if __name__ == "__main__":

@@ -23,13 +23,11 @@ from django.db.models.functions import Lower
 from campaigns.broadcasts import broadcasts_finish
 from campaigns.daily_limits import daily_allowance
 from campaigns.digests import suppression_keys
-from campaigns.html import html_placeholders_fill
-from campaigns.mail import message_id_new, step_message
+from campaigns.mail import message_id_new
 from campaigns.models import Broadcast, BroadcastRecipient, Suppression
+from campaigns.outgoing import batch_links, outgoing_message
 from campaigns.services import suppression_add
 from campaigns.smtp import Delivery, Mailer, deliver
-from campaigns.tracking import broadcast_links_ensure, links_track
-from campaigns.unsubscribe import unsubscribe_url
 from customers.models import Customer
 from lftrack.db import sql_cursor
 from lftrack.errors import Unprocessable
@@ -180,36 +178,23 @@ def _suppressed(recipients: list[BroadcastRecipient]) -> dict[int, set[str]]:
 
 
 def _prepare(items: list[_Item]) -> None:
-    """Each broadcast's tracked links, once per batch; a broadcast whose links cannot be made goes untracked."""
-    links: dict[int, dict[str, str]] = {}
-    for item in items:
-        broadcast = item.broadcast
-        if broadcast.pk not in links:
-            try:
-                links[broadcast.pk] = broadcast_links_ensure(broadcast)
-            except Exception as exc:
-                links[broadcast.pk] = {}
-                logger.error("links not tracked", extra={"broadcast_id": broadcast.pk, "error": type(exc).__name__})
-        item.links = links[broadcast.pk]
+    """Each broadcast's tracked links and workspace, once per broadcast and workspace of the batch."""
+    links = batch_links(item.broadcast for item in items)
     workspaces = Workspace.objects.in_bulk({item.recipient.workspace_id for item in items})
     for item in items:
+        item.links = links[item.broadcast.pk]
         item.workspace = workspaces[item.recipient.workspace_id]
 
 
 def _message(item: _Item) -> EmailMessage:
-    customer, broadcast = item.recipient.customer, item.broadcast
-    html, body = links_track(
-        html=broadcast.html, text=broadcast.body, keys=item.links, broadcast_recipient_id=item.recipient.pk
-    )
-    return step_message(
-        subject=broadcast.subject,
-        body=body,
-        html=html_placeholders_fill(html, name=customer.name, email=customer.email) if html else "",
+    return outgoing_message(
+        content=item.broadcast,
+        customer=item.recipient.customer,
+        links=item.links,
         workspace=item.workspace,
-        name=customer.name,
-        email=customer.email,
+        workspace_id=item.recipient.workspace_id,
         message_id=item.recipient.message_id,
-        unsubscribe_url=unsubscribe_url(workspace_id=item.recipient.workspace_id, email=customer.email),
+        broadcast_recipient_id=item.recipient.pk,
     )
 
 

@@ -44,14 +44,12 @@ from campaigns.broadcasts import broadcasts_start_due
 from campaigns.confirmation import confirmations_send
 from campaigns.daily_limits import daily_allowance, next_utc_midnight
 from campaigns.digests import suppression_keys
-from campaigns.html import html_placeholders_fill
-from campaigns.mail import message_id_new, step_message
+from campaigns.mail import message_id_new
 from campaigns.models import Campaign, CampaignEmail, EmailSend, Enrollment, Suppression
+from campaigns.outgoing import batch_links, outgoing_message
 from campaigns.schedule import step_due_at
 from campaigns.services import enrollment_event, suppression_add
 from campaigns.smtp import Delivery, Mailer, deliver
-from campaigns.tracking import email_links_ensure, links_track
-from campaigns.unsubscribe import unsubscribe_url
 from lftrack.db import sql_cursor
 from lftrack.errors import Unprocessable
 from lftrack.fairshare import in_turns, waiting_workspaces_sql
@@ -450,39 +448,23 @@ def _reservation_isolated(
 
 
 def _prepare(reservations: list[_Reservation]) -> None:
-    """Each reservation's tracked links (created on a step's first send) and workspace, once per step and
-    workspace of the batch. A step whose links cannot be made goes out with its links as written: one line
-    says so, and the batch is not held (its rows are reserved already)."""
-    links: dict[int, dict[str, str]] = {}
-    for reservation in reservations:
-        step = reservation.step
-        if step.pk not in links:
-            try:
-                links[step.pk] = email_links_ensure(step)
-            except Exception as exc:
-                links[step.pk] = {}
-                logger.error("links not tracked", extra={"campaign_email_id": step.pk, "error": type(exc).__name__})
-        reservation.links = links[step.pk]
+    """Each reservation's tracked links and workspace, once per step and workspace of the batch."""
+    links = batch_links(reservation.step for reservation in reservations)
     workspaces = Workspace.objects.in_bulk({reservation.send.workspace_id for reservation in reservations})
     for reservation in reservations:
+        reservation.links = links[reservation.step.pk]
         reservation.workspace = workspaces[reservation.send.workspace_id]
 
 
 def _message(reservation: _Reservation) -> EmailMessage:
-    """The step's email to the contact, built after the reservation committed (no lock held meanwhile): its
-    links through our redirect, signed for this send (docs/email.md, "Tracked links")."""
-    customer = reservation.enrollment.customer
-    step = reservation.step
-    html, body = links_track(html=step.html, text=step.body, keys=reservation.links, send_id=reservation.send.pk)
-    return step_message(
-        subject=step.subject,
-        body=body,
-        html=html_placeholders_fill(html, name=customer.name, email=customer.email) if html else "",
+    return outgoing_message(
+        content=reservation.step,
+        customer=reservation.enrollment.customer,
+        links=reservation.links,
         workspace=reservation.workspace,
-        name=customer.name,
-        email=customer.email,
+        workspace_id=reservation.enrollment.workspace_id,
         message_id=reservation.send.message_id,
-        unsubscribe_url=unsubscribe_url(workspace_id=reservation.enrollment.workspace_id, email=customer.email),
+        send_id=reservation.send.pk,
     )
 
 

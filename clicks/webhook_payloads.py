@@ -17,5 +17,10 @@ def click_object(event) -> dict | None:
         "browser": optional(click.browser),
         "os": optional(click.os),
         "referrer_domain": optional(click.referrer_domain),
+        "country": optional(click.country),
+        "city": optional(click.city),
+        "utm_source": optional(click.utm_source),
+        "utm_medium": optional(click.utm_medium),
+        "utm_campaign": optional(click.utm_campaign),
         "bot": click.is_bot,
     }

@@ -128,7 +128,9 @@ class CustomerExportOut(serializers.Serializer):
     activity = serializers.ListField(child=serializers.DictField(), help_text="Their identity timeline, oldest first.")
     conversions = serializers.ListField(child=serializers.DictField(), help_text="Their leads and sales, with `meta`.")
     clicks = serializers.ListField(
-        child=serializers.DictField(), help_text="The clicks they came by: user agent, referrer, device."
+        child=serializers.DictField(),
+        help_text="The clicks they came by: user agent, referrer, device, browser, OS, country, city (null unless "
+        "the operator set GEOIP_PATH), UTM source, medium and campaign.",
     )
     refunds = serializers.ListField(child=serializers.DictField(), help_text="The refunds of their sales.")
     enrollments = serializers.ListField(child=serializers.DictField(), help_text="Their campaign enrollments.")

@@ -67,6 +67,9 @@ def person_export(customer: Customer) -> dict:
                 "os": optional(click.os),
                 "country": optional(click.country),
                 "city": optional(click.city),
+                "utm_source": optional(click.utm_source),
+                "utm_medium": optional(click.utm_medium),
+                "utm_campaign": optional(click.utm_campaign),
             }
             for click in sorted(clicks.values(), key=lambda click: click.pk)
         ],

@@ -160,6 +160,23 @@ def test_a_tracked_link_credits_the_click_and_its_lead_to_the_broadcast(acme, ac
     }
 
 
+def test_a_broadcast_whose_links_cannot_be_made_goes_out_with_its_links_as_written(
+    acme, smtp_server, monkeypatch, caplog
+):
+    def broken(broadcast):
+        raise RuntimeError("no links today")
+
+    monkeypatch.setattr("campaigns.outgoing.broadcast_links_ensure", broken)
+    tagged(acme, 2)
+    broadcast = a_broadcast(acme)
+    assert run_pass().sent == 2
+    _, text, html = parts(smtp_server.received[0][2])
+    assert "https://shop.example/spring?utm_source=mail" in html and "https://shop.example/spring" in text
+    assert "http://testserver/l/" not in html + text
+    (logged,) = [record for record in caplog.records if record.getMessage() == "links not tracked"]
+    assert (logged.broadcast_id, logged.error) == (broadcast.pk, "RuntimeError")
+
+
 def test_a_forged_or_moved_broadcast_token_records_an_ordinary_click(acme, smtp_server):
     tagged(acme, 1)
     a_broadcast(acme)

@@ -240,6 +240,23 @@ def test_a_plain_text_step_has_its_links_tracked_too_but_never_the_unsubscribe_l
     assert EmailLink.objects.filter(campaign_email__campaign=campaign).count() == 2
 
 
+def test_a_step_whose_links_cannot_be_made_goes_out_with_its_links_as_written(
+    acme, html_campaign, clock, smtp_server, monkeypatch, caplog
+):
+    def broken(step):
+        raise RuntimeError("no links today")
+
+    monkeypatch.setattr("campaigns.outgoing.email_links_ensure", broken)
+    campaign_lead_add(campaign=html_campaign, email="zoe@example.com")
+    assert run_pass().counts()["sent"] == 1
+    _, text, html = parts(smtp_server.received[0][2])
+    assert "https://shop.example/pricing" in hrefs(html) and "https://shop.example/pricing" in text
+    assert "http://testserver/l/" not in html + text
+    (logged,) = [record for record in caplog.records if record.getMessage() == "links not tracked"]
+    step = CampaignEmail.objects.get(campaign=html_campaign)
+    assert (logged.campaign_email_id, logged.error) == (step.pk, "RuntimeError")
+
+
 def test_our_own_unsubscribe_confirmation_and_tracked_links_written_in_a_step_are_never_rewritten(
     acme, clock, smtp_server
 ):

@@ -302,6 +302,21 @@ def test_export_holds_everything_known_and_needs_its_scope(api, acme, acme_token
     assert_api_error(api.get(f"{CUSTOMERS}/{ada.pk}/export", token=acme_token), 404, "unknown customer")
 
 
+def test_export_shows_each_clicks_country_city_and_utm_fields(api, acme, acme_token, shop):
+    click = ClickFactory(link=shop["link"], country="GB", utm_source="newsletter", utm_medium="email")
+    lead = {"event": "lead", "click_id": click.click_id, "customer": {"email": EMAIL}}
+    assert api.post("/api/v1/conversions", lead, token=acme_token).status_code == 201
+    ada = Customer.objects.get(email=EMAIL)
+    (shown,) = api.get(f"{CUSTOMERS}/{ada.pk}/export", token=acme_token).json()["clicks"]
+    assert {k: shown[k] for k in ("country", "city", "utm_source", "utm_medium", "utm_campaign")} == {
+        "country": "GB",
+        "city": None,  # no city database here (GEOIP_PATH)
+        "utm_source": "newsletter",
+        "utm_medium": "email",
+        "utm_campaign": None,
+    }
+
+
 def test_another_workspaces_customer_is_unknown(api, acme, globex, acme_token, globex_token, shop):
     ada = person_everywhere(api, acme_token, shop, acme)
     for resp in (

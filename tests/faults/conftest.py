@@ -1,16 +1,22 @@
 """A real gunicorn (the production config: gunicorn.conf.py, its gevent worker) on a free loopback port, serving
-the test database; `gthread_gunicorn` is the API pool's shape (GUNICORN_WORKER_CLASS=gthread)."""
+the test database; `gthread_gunicorn` is the API pool's shape (GUNICORN_WORKER_CLASS=gthread). A real SMTP server
+(`sink`) and sender processes killed mid-way on it, for the senders' fault tests."""
 
+import asyncio
+import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from email import message_from_bytes
 from pathlib import Path
 
 import pytest
 import requests
+from aiosmtpd.controller import Controller
 from django.db import connection
 
 from tests.conftest import database_url
@@ -118,3 +124,68 @@ def proxied_gunicorn(transactional_db):
             yield base, proxy, process
     finally:
         proxy.close()
+
+
+class SlowSink:
+    """Accepts every message after a short think, and keeps the Message-ID of each."""
+
+    def __init__(self):
+        self.message_ids: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        await asyncio.sleep(0.02)
+        self.message_ids.append(message_from_bytes(envelope.content)["Message-ID"])
+        return "250 Message accepted for delivery"
+
+
+@pytest.fixture
+def sink(caplog):
+    """(SlowSink, port): an SMTP server on a free loopback port."""
+    caplog.set_level(logging.WARNING, logger="mail.log")
+    handler = SlowSink()
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    yield handler, controller.port
+    controller.stop()
+
+
+def senders_killed_mid_way(handler: SlowSink, port: int, *, workers: int, received: int = 20) -> None:
+    """`workers` send_due_emails processes mailing to the sink on `port`, killed with SIGKILL once it has
+    `received` messages (or after 30 s)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "EMAIL_URL": f"smtp://127.0.0.1:{port}",
+        "PUBLIC_BASE_URL": "https://track.example.com",
+        "LOG_LEVEL": "WARNING",
+    }
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "manage.py", "send_due_emails", "--batch-size", "50"],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(workers)
+    ]
+    deadline = time.monotonic() + 30
+    while len(handler.message_ids) < received and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for process in processes:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+
+def mail_here_to(settings, port: int) -> None:
+    """This process's sender mails to the sink on `port`, once the killed senders' sessions have ended on the
+    database server (their reservations are released only then)."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = (
+        "127.0.0.1",
+        port,
+        "",
+        "",
+    )
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    time.sleep(0.5)

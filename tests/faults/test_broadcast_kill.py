@@ -2,12 +2,6 @@
 finishes it; nobody is mailed twice, nobody of the segment is missing but the one message per killed worker that
 may or may not have left (unconfirmed, never retried)."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
 from django.utils import timezone
 
@@ -17,9 +11,7 @@ from campaigns.models import Broadcast, BroadcastRecipient
 from campaigns.segments import segment_save
 from campaigns.sending import run_pass
 from customers.models import ContactTag, Customer
-from tests.conftest import database_url
-from tests.faults.conftest import BASE_DIR
-from tests.faults.test_sender_kill import sink  # noqa: F401 (fixture)
+from tests.faults.conftest import mail_here_to, senders_killed_mid_way
 
 pytestmark = pytest.mark.fault
 
@@ -39,43 +31,13 @@ def test_a_broadcast_killed_mid_way_is_finished_by_a_new_sender_without_duplicat
     segment = segment_save(workspace=acme, name="All", filters={"tags": ["all"]})
     broadcast = broadcast_save(workspace=acme, segment=segment, name="News", subject="News", body="Hello")
     broadcast_start(broadcast=broadcast_schedule(broadcast=broadcast), now=timezone.now())
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "EMAIL_URL": f"smtp://127.0.0.1:{port}",
-        "PUBLIC_BASE_URL": "https://track.example.com",
-        "LOG_LEVEL": "WARNING",
-    }
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "manage.py", "send_due_emails", "--batch-size", "50"],
-            cwd=BASE_DIR,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(WORKERS)
-    ]
-    deadline = time.monotonic() + 30
-    while len(handler.message_ids) < 20 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    for worker in workers:
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
+    senders_killed_mid_way(handler, port, workers=WORKERS)
     assert 20 <= len(handler.message_ids) < RECIPIENTS  # killed mid-broadcast
     in_doubt = BroadcastRecipient.objects.filter(status="failed", error=UNCONFIRMED).count()
     assert in_doubt <= WORKERS
 
     # A new sender (this process) puts the dead workers' reservations back and mails the rest.
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = (
-        "127.0.0.1",
-        port,
-        "",
-        "",
-    )
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    time.sleep(0.5)  # the killed workers' sessions end on the server
+    mail_here_to(settings, port)
     while not run_pass().idle:
         pass
 

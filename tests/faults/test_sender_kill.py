@@ -1,51 +1,18 @@
 """Sender workers killed with SIGKILL in the middle of a batch, against a real SMTP server: at most one
 message per worker is left in doubt, the rest are recovered by the next pass, and nothing goes twice."""
 
-import asyncio
-import logging
-import os
-import signal
-import subprocess
-import sys
-import time
-from email import message_from_bytes
-
 import pytest
-from aiosmtpd.controller import Controller
 from django.utils import timezone
 
 from campaigns.models import EmailSend, Enrollment
 from campaigns.sending import UNCONFIRMED, run_pass
-from tests.conftest import database_url
 from tests.factories import CampaignEmailFactory, CampaignFactory, CustomerFactory, EnrollmentFactory
-from tests.faults.conftest import BASE_DIR, free_port
+from tests.faults.conftest import mail_here_to, senders_killed_mid_way
 
 pytestmark = pytest.mark.fault
 
 WORKERS = 2
-ENROLLMENTS = 120  # bounded: about 2.5 s of mail per worker at the server's pace below
-
-
-class SlowSink:
-    """Accepts every message after a short think, and keeps the Message-ID of each."""
-
-    def __init__(self):
-        self.message_ids: list[str] = []
-
-    async def handle_DATA(self, server, session, envelope):
-        await asyncio.sleep(0.02)
-        self.message_ids.append(message_from_bytes(envelope.content)["Message-ID"])
-        return "250 Message accepted for delivery"
-
-
-@pytest.fixture
-def sink(caplog):
-    caplog.set_level(logging.WARNING, logger="mail.log")
-    handler = SlowSink()
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    yield handler, controller.port
-    controller.stop()
+ENROLLMENTS = 120  # bounded: about 2.5 s of mail per worker at the sink's pace (tests/faults/conftest.py)
 
 
 def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db, acme, sink, settings):
@@ -57,29 +24,7 @@ def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db
         EnrollmentFactory(
             campaign=campaign, customer=CustomerFactory(workspace=acme, email=f"p{i}@example.com"), next_send_at=now
         )
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "EMAIL_URL": f"smtp://127.0.0.1:{port}",
-        "PUBLIC_BASE_URL": "https://track.example.com",
-        "LOG_LEVEL": "WARNING",
-    }
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "manage.py", "send_due_emails", "--batch-size", "50"],
-            cwd=BASE_DIR,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(WORKERS)
-    ]
-    deadline = time.monotonic() + 30
-    while len(handler.message_ids) < 20 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    for worker in workers:
-        worker.send_signal(signal.SIGKILL)
-        worker.wait()
+    senders_killed_mid_way(handler, port, workers=WORKERS)
     assert 20 <= len(handler.message_ids) < ENROLLMENTS  # killed mid-batch
 
     in_doubt = EmailSend.objects.filter(status="failed", error=UNCONFIRMED).count()
@@ -88,15 +33,7 @@ def test_killed_workers_leave_at_most_one_message_each_in_doubt(transactional_db
     assert EmailSend.objects.filter(status="reserved").exists()  # what the dead workers never handed over
 
     # The next pass, in this process, releases the dead workers' reservations and sends the rest.
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = (
-        "127.0.0.1",
-        port,
-        "",
-        "",
-    )
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    time.sleep(0.5)  # the killed workers' sessions end on the server
+    mail_here_to(settings, port)
     run_pass()
 
     assert len(handler.message_ids) == len(set(handler.message_ids))  # nothing went twice

@@ -12,6 +12,7 @@ from campaigns.complaints import email_event_record
 from campaigns.sending import run_pass
 from campaigns.services import campaign_lead_add, campaign_pause, enrollment_stop
 from campaigns.unsubscribe import unsubscribe
+from clicks.links import link_add
 from conversions.refunds import refund_record
 from conversions.services import conversion_record
 from customers.erasure import customer_erase
@@ -102,6 +103,42 @@ def test_every_event_type_is_delivered_once_per_endpoint_in_each_customers_order
         900,
         4000,
     )
+
+
+def test_a_click_created_body_carries_the_clicks_country_and_utm_fields(acme, receiver):
+    hook(acme, receiver, types=["click.created"])
+    link = link_add(
+        workspace=acme,
+        destination="https://shop.example.com/pricing",
+        utm={"utm_source": "newsletter", "utm_medium": "", "utm_campaign": "autumn"},
+    )
+    response = Client().get(
+        f"/l/{link.key}",
+        REMOTE_ADDR="8.8.8.8",  # a US address (tests/clicks/test_geo.py)
+        HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/126.0.0.0 Safari/537.36",
+        HTTP_REFERER="https://news.ycombinator.com/item?id=1",
+    )
+    click_id = parse_qs(urlsplit(response["Location"]).query)["lf_cid"][0]
+    work()
+    ((_, payload, _, _),) = receiver.received
+    assert payload["type"] == "click.created"
+    assert payload["data"] == {
+        "id": click_id,
+        "link_id": link.pk,
+        "post_id": link.post_id,
+        "created_at": payload["data"]["created_at"],
+        "device": "desktop",
+        "browser": "Chrome",
+        "os": "Windows",
+        "referrer_domain": "news.ycombinator.com",
+        "country": "US",
+        "city": None,  # no city database here (GEOIP_PATH)
+        "utm_source": "newsletter",
+        "utm_medium": None,
+        "utm_campaign": "autumn",
+        "bot": False,
+    }
 
 
 def test_a_receiver_that_fails_three_times_gets_the_event_on_the_fourth_attempt(acme, receiver):
