@@ -11,6 +11,8 @@
 # bots, X-Forwarded-For over 250 addresses behind TRUSTED_PROXY_COUNT=1; the per-address click limit
 # raised but counted on Redis). The systems:
 #   gevent   lftrack, gunicorn.conf.py as it is (the gevent worker: the redirect's production pool)
+#   django   lftrack on gevent through Django's handler only (lftrack.wsgi:django_application), as before
+#            clicks/wsgi.py answered the redirect's GET ahead of it
 #   gthread  lftrack, GUNICORN_WORKER_CLASS=gthread (BENCH_THREADS threads: the API pool's shape)
 #   limit    bench/limit_reference.py: a bare WSGI app, one durable INSERT and a 302 per request
 #            (gthread, BENCH_THREADS threads)
@@ -88,6 +90,7 @@ run() {
     limit) app=bench.limit_reference:application; class=gthread ;;
     floor) app=bench.floor:application; class=gthread ;;
     gevent-*) app=bench.redirect_batch:application ;;
+    django) app=lftrack.wsgi:django_application ;;
   esac
   BENCH_MAX_BATCH=${1#gevent-} BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
     GUNICORN_THREADS=$THREADS GUNICORN_KEEPALIVE=30 GUNICORN_MAX_REQUESTS=0 GUNICORN_LOG_LEVEL=warning \
@@ -145,6 +148,7 @@ for round in $(seq 1 "$ROUNDS"); do
     [ "$system" != limit ] && [ -n "${RPS[limit]:-}" ] && line="$line $system/limit=$(awk -v a="${RPS[$system]}" -v b="${RPS[limit]}" 'BEGIN { printf "%.2f", a / b }')"
   done
   [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[gthread]:-}" ] && line="$line gevent/gthread=$(awk -v a="${RPS[gevent]}" -v b="${RPS[gthread]}" 'BEGIN { printf "%.2f", a / b }')"
+  [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[django]:-}" ] && line="$line gevent/django=$(awk -v a="${RPS[gevent]}" -v b="${RPS[django]}" 'BEGIN { printf "%.2f", a / b }')"
   echo "$line"
 done
 echo "bench: load after $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -63,8 +63,22 @@ untracked = IntervalCount(
 
 @require_safe
 def follow_link(request: HttpRequest, key: str) -> HttpResponse:
+    location = visit_location(
+        key=key,
+        meta=request.META,
+        client=client_key(request),
+        token=request.GET.get(RECIPIENT_PARAM),
+        head=request.method == "HEAD",
+    )
+    return _redirect(location)
+
+
+def visit_location(*, key: str, meta: dict, client: str, token: str | None, head: bool = False) -> str:
+    """Where a visit of the link `key` goes (its Location), the click recorded first; a HEAD (link previews,
+    monitors) records nothing. Shared by the view and lftrack/wsgi.py's path before Django's handler (clicks/wsgi.py).
+    Raises Http404, or the database's error when it is out and this process has not served the link lately."""
     try:
-        return _follow(request, key)
+        return _head(key) if head else _follow(key, meta, client, token)
     except (OperationalError, InterfaceError, Abandoned) as exc:
         untracked.add()
         destination = recent_links.get(key)
@@ -73,23 +87,25 @@ def follow_link(request: HttpRequest, key: str) -> HttpResponse:
         labelled(CLICKS, "outage").inc()
         if not isinstance(exc, Abandoned):
             labelled(BACKEND_ERRORS, "database").inc()
-        return _redirect(_uri(destination))
+        return _uri(destination)
 
 
-def _follow(request: HttpRequest, key: str) -> HttpResponse:
-    if request.method == "HEAD":  # link previews, monitors: redirected, no click
-        destination = link_destination(key)
-        if destination is None:
-            raise Http404("unknown link")
-        recent_links.remember(key, destination)
-        return _redirect(_uri(destination))
-    user_agent = request.META.get("HTTP_USER_AGENT", "")
+def _head(key: str) -> str:
+    destination = link_destination(key)
+    if destination is None:
+        raise Http404("unknown link")
+    recent_links.remember(key, destination)
+    return _uri(destination)
+
+
+def _follow(key: str, meta: dict, client: str, token: str | None) -> str:
+    user_agent = meta.get("HTTP_USER_AGENT", "")
     followed = click_follow(
         key=key,
         user_agent=user_agent,
-        referrer=request.META.get("HTTP_REFERER", ""),
-        is_bot=is_bot(user_agent=user_agent, meta=request.META),
-        client=client_key(request),
+        referrer=meta.get("HTTP_REFERER", ""),
+        is_bot=is_bot(user_agent=user_agent, meta=meta),
+        client=client,
     )
     if followed is None:
         raise Http404("unknown link")
@@ -97,7 +113,6 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     recent_links.remember(key, destination)
     # A campaign email's link: its signed token names the send (so the step and contact). A forged or
     # altered one is ignored: the click stays an ordinary click.
-    token = request.GET.get(RECIPIENT_PARAM)
     if click_id is not None and token:
         try:
             if (send_id := recipient_verify(key=key, token=token)) is not None:
@@ -109,7 +124,7 @@ def _follow(request: HttpRequest, key: str) -> HttpResponse:
     # Past the click limit, or to a gone link's fallback, the visitor is redirected with nothing recorded.
     labelled(CLICKS, outcome).inc()
     location = _uri(destination)
-    return _redirect(location if click_id is None else destination_with_click_id(location, click_id))
+    return location if click_id is None else destination_with_click_id(location, click_id)
 
 
 @functools.lru_cache(maxsize=10_000)

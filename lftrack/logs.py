@@ -103,6 +103,12 @@ class JobLines(logging.Filter):
         return True
 
 
+def request_id_of(meta: dict) -> str:
+    """The request's id: the proxy's X-Request-ID when it looks like one, else a new one."""
+    incoming = meta.get("HTTP_X_REQUEST_ID", "")
+    return incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+
+
 class RequestLogMiddleware:
     """Gives every request an id (X-Request-ID from the proxy, or a new one) and logs API requests.
 
@@ -114,8 +120,7 @@ class RequestLogMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
-        request_id = incoming if _REQUEST_ID_RE.match(incoming) else uuid.uuid4().hex
+        request_id = request_id_of(request.META)
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         try:

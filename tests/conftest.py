@@ -7,10 +7,14 @@ import shutil
 import socket
 import threading
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from django.core import signals
 from django.core.cache import cache
-from django.db import connection
+from django.core.handlers.wsgi import WSGIRequest
+from django.db import close_old_connections, connection
+from django.http import HttpResponse
 from django.test import Client
 
 from lftrack.ratelimit import breaker
@@ -114,6 +118,46 @@ class ApiClient(Client):
         if token is not None:
             extra["HTTP_AUTHORIZATION"] = f"Bearer {getattr(token, 'secret', token)}"
         return super().get(path, data, **extra)
+
+
+class WsgiClient(Client):
+    """A test client through lftrack.wsgi.application, the entry point gunicorn serves, so through the redirect's
+    path before Django's handler (clicks/wsgi.py); Django's test client enters after it."""
+
+    def __init__(self, **defaults):
+        super().__init__(**defaults)
+        self.handler = self._through_wsgi
+
+    @staticmethod
+    def _through_wsgi(environ: dict) -> HttpResponse:
+        from lftrack.wsgi import application
+
+        answer: dict = {}
+        request = WSGIRequest(dict(environ))  # the client's record of what it sent
+
+        def start_response(status, headers, exc_info=None):
+            answer.update(status=int(status[:3]), headers=headers)
+
+        # As Django's test handler disconnects close_old_connections from the request signals (and this path
+        # calls it itself): the test's transaction is this thread's connection, not to be closed in between.
+        signals.request_started.disconnect(close_old_connections)
+        signals.request_finished.disconnect(close_old_connections)
+        try:
+            with mock.patch("clicks.wsgi.close_old_connections"):
+                result = application(environ, start_response)
+                try:
+                    body = b"".join(result)
+                finally:
+                    getattr(result, "close", lambda: None)()  # as a WSGI server does
+        finally:
+            signals.request_started.connect(close_old_connections)
+            signals.request_finished.connect(close_old_connections)
+        response = HttpResponse(body, status=answer["status"])
+        del response["Content-Type"]
+        for name, value in answer["headers"]:
+            response[name] = value
+        response.wsgi_request = request
+        return response
 
 
 def form_of(client, page: str, **data) -> dict:

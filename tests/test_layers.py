@@ -27,8 +27,8 @@ ALLOWED = {
     "backoffice": {"lftrack", "rollups", "payments"} | DOMAIN,
 }
 PACKAGES = set(ALLOWED)
-# The URL configuration and the settings name the apps: that is their job.
-EXEMPT = {"lftrack/urls.py", "lftrack/settings.py"}
+# The URL configuration, the settings and the WSGI entry point name the apps: that is their job.
+EXEMPT = {"lftrack/urls.py", "lftrack/settings.py", "lftrack/wsgi.py"}
 
 
 def imported_packages(source: str) -> set[str]:

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connections
+from django.test import Client
 from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -22,7 +23,7 @@ from conversions.models import ConversionEvent
 from lftrack import ratelimit
 from lftrack.deadline import _cut
 from rollups.services import numbers_roll_up
-from tests.conftest import assert_api_error
+from tests.conftest import WsgiClient, assert_api_error
 from tests.factories import (
     CampaignEmailFactory,
     CampaignFactory,
@@ -38,6 +39,12 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _token(settings):
     settings.METRICS_TOKEN = TOKEN
+
+
+@pytest.fixture(params=["django", "wsgi"])
+def client(request):
+    """Each test twice: through Django's test client and through lftrack.wsgi.application (clicks/wsgi.py)."""
+    return Client() if request.param == "django" else WsgiClient()
 
 
 def test_without_a_token_configured_the_endpoint_is_not_found(client, settings):
