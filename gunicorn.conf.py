@@ -44,6 +44,8 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # log stays off unless GUNICORN_ACCESS_LOG=1: lftrack.access writes a line per API request already, and
 # nginx one per request. On, it writes lftrack.access's fields, the path without its query string.
 access_log_format = "%(m)s %(U)s %(s)s"
+# Its access lines built only when GUNICORN_ACCESS_LOG is on (lftrack/gunicorn_worker.py).
+logger_class = "lftrack.gunicorn_worker.Logger"
 _TEXT = {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"} if os.environ.get("LOG_FORMAT") == "text" else None
 logconfig_dict = {
     "version": 1,

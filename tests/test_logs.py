@@ -163,3 +163,21 @@ def test_the_sender_writes_json_lines_and_a_failed_pass_says_so(acme):
         ("INFO", "send pass"),
     ]
     assert json.loads(sender.stdout) == {"sent": 0, "deferred": 1, "skipped": 0}  # put back, still due
+
+
+def test_gunicorn_builds_an_access_line_only_while_its_access_log_is_on(monkeypatch):
+    """gunicorn.conf.py's logger: with the access logger at WARNING (GUNICORN_ACCESS_LOG off) no line is built."""
+    from gunicorn.config import Config
+
+    from lftrack.gunicorn_worker import Logger
+
+    logger = Logger(Config())
+    logger._access_log_enabled = True  # as gunicorn decides under gunicorn.conf.py's logging configuration
+    built = []
+    monkeypatch.setattr(logger, "atoms", lambda *args: built.append(args) or {})
+    logger.access_log.setLevel(logging.WARNING)
+    logger.access(None, None, {}, None)
+    assert built == []
+    logger.access_log.setLevel(logging.INFO)
+    logger.access(None, None, {}, None)
+    assert len(built) == 1
