@@ -17,7 +17,8 @@ are deterministic (per request: the difference between two counts, divided by th
 
     BENCH_WARMUP_REQUESTS=20 valgrind --tool=callgrind .venv/bin/python bench/inprocess.py 300   # and 100
 
---profile prints cProfile's top 40. As deployed behind nginx, with its access log on:
+--through-django sends them to Django's handler (lftrack.wsgi.django_application), past clicks/wsgi.py's
+path for the redirect's GET. --profile prints cProfile's top 40. As deployed behind nginx, with its access log on:
 
     TRUSTED_PROXY_COUNT=1 BENCH_FORWARDED_FOR=203.0.113.7 LOG_LEVEL=INFO python bench/inprocess.py 2>/dev/null
 """
@@ -50,6 +51,9 @@ from clicks.models import Click  # noqa: E402
 from customers.models import Customer  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 from workspaces.tokens import api_token_create  # noqa: E402
+
+if "--through-django" in sys.argv:  # the redirect through Django's handler, not clicks/wsgi.py's path before it
+    from lftrack.wsgi import django_application as app
 
 
 def seed(clicks: int = 2000, customers: int = 1000) -> tuple[str, list[str]]:
@@ -153,7 +157,7 @@ def main() -> None:
         if redirect:
             response = app(redirect_environ(n, keys), start_response)
             b"".join(response)
-            response.close()
+            getattr(response, "close", lambda: None)()  # a WSGI server closes what has a close()
             return
         payload = body(n, run, clicks[n % len(clicks)])
         environ = {

@@ -13,6 +13,7 @@
 #   gevent   lftrack, gunicorn.conf.py as it is (the gevent worker: the redirect's production pool)
 #   django   lftrack on gevent through Django's handler only (lftrack.wsgi:django_application), as before
 #            clicks/wsgi.py answered the redirect's GET ahead of it
+#   django-gthread  the same on gthread (BENCH_THREADS threads): the redirect as it was served before issue #32
 #   gthread  lftrack, GUNICORN_WORKER_CLASS=gthread (BENCH_THREADS threads: the API pool's shape)
 #   limit    bench/limit_reference.py: a bare WSGI app, one durable INSERT and a 302 per request
 #            (gthread, BENCH_THREADS threads)
@@ -91,6 +92,7 @@ run() {
     floor) app=bench.floor:application; class=gthread ;;
     gevent-*) app=bench.redirect_batch:application ;;
     django) app=lftrack.wsgi:django_application ;;
+    django-gthread) app=lftrack.wsgi:django_application; class=gthread ;;
   esac
   BENCH_MAX_BATCH=${1#gevent-} BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
     GUNICORN_THREADS=$THREADS GUNICORN_KEEPALIVE=30 GUNICORN_MAX_REQUESTS=0 GUNICORN_LOG_LEVEL=warning \
@@ -141,14 +143,16 @@ for round in $(seq 1 "$ROUNDS"); do
     awk -v round="$round" -v sys_name="$system" -v main="${MAIN#RESULT }" -v stored="$STORED" -v answered="$ANSWERED" \
         -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" -v batch="$BATCH" 'BEGIN {
       untracked = sys_name == "floor" ? 0 : (answered > stored ? (answered - stored) / answered * 100 : 0)
-      printf "bench: %d %-7s %s; load %s; %d rows stored for %d 302s (untracked %.1f%%)%s\n", round, sys_name, main, loadavg, stored, answered, untracked, batch }'
+      printf "bench: %d %-14s %s; load %s; %d rows stored for %d 302s (untracked %.1f%%)%s\n", round, sys_name, main, loadavg, stored, answered, untracked, batch }'
   done
   line="bench: $round ratios:"
   for system in $SYSTEMS; do
     [ "$system" != limit ] && [ -n "${RPS[limit]:-}" ] && line="$line $system/limit=$(awk -v a="${RPS[$system]}" -v b="${RPS[limit]}" 'BEGIN { printf "%.2f", a / b }')"
   done
   [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[gthread]:-}" ] && line="$line gevent/gthread=$(awk -v a="${RPS[gevent]}" -v b="${RPS[gthread]}" 'BEGIN { printf "%.2f", a / b }')"
-  [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[django]:-}" ] && line="$line gevent/django=$(awk -v a="${RPS[gevent]}" -v b="${RPS[django]}" 'BEGIN { printf "%.2f", a / b }')"
+  for base in django django-gthread; do
+    [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[$base]:-}" ] && line="$line gevent/$base=$(awk -v a="${RPS[gevent]}" -v b="${RPS[$base]}" 'BEGIN { printf "%.2f", a / b }')"
+  done
   echo "$line"
 done
 echo "bench: load after $(cut -d' ' -f1-3 /proc/loadavg)"

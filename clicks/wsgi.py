@@ -35,12 +35,6 @@ _ROUTE = "follow-link"  # lftrack/metrics.py's route of the redirect
 def redirect_first(django_application):
     """`django_application`, with GET /l/<key> answered before it."""
 
-    # What Django's response middleware does to an answer, run on this path's errors as they are.
-    def unused(request):
-        raise AssertionError("only process_response is called")
-
-    after = [CommonMiddleware(unused), XFrameOptionsMiddleware(unused), SecurityMiddleware(unused)]
-
     def application(environ, start_response):
         if not _ours(environ):
             return django_application(environ, start_response)
@@ -57,8 +51,9 @@ def redirect_first(django_application):
         except Exception as exc:
             request = WSGIRequest(environ)
             response = response_for_exception(request, exc)  # the view's errors, as Django answers them
-            for middleware in after:
-                response = middleware.process_response(request, response)
+            for middleware in (CommonMiddleware, XFrameOptionsMiddleware, SecurityMiddleware):
+                # What Django's response middleware does to the answer, settings read now as Django's would be.
+                response = middleware(_unused).process_response(request, response)
             status, headers = f"{response.status_code} {response.reason_phrase}", list(response.items())
             body = [response.content]
         else:
@@ -74,6 +69,10 @@ def redirect_first(django_application):
         return body
 
     return application
+
+
+def _unused(request):
+    raise AssertionError("only the middleware's process_response is called")
 
 
 def _ours(environ) -> bool:

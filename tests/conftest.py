@@ -191,6 +191,17 @@ def _quick_flush():
 
 
 @pytest.fixture(autouse=True)
+def _no_jobs_left(request, django_db_blocker):
+    """The task engine's tables are not Django's to flush: a transactional test's jobs would outlive it, and
+    show in the next test that reads the queue (the others' roll back with the test)."""
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    if "transactional_db" in request.fixturenames or (marker is not None and marker.kwargs.get("transaction")):
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute("DELETE FROM procrastinate_jobs")
+
+
+@pytest.fixture(autouse=True)
 def _closed_breaker():
     """Each test starts with the rate limits' circuit breaker closed (it is per process)."""
     breaker.reset()

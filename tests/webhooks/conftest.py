@@ -6,7 +6,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from django.db import connection
 from procrastinate.contrib.django import app
 from standardwebhooks import Webhook, WebhookVerificationError
 
@@ -72,16 +71,6 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-@pytest.fixture(autouse=True)
-def _no_jobs_left(request, django_db_blocker):
-    """The engine's tables are not Django's to flush: a transactional test's jobs would outlive it."""
-    yield
-    if request.node.get_closest_marker("django_db") is None and "db" not in request.fixturenames:
-        return  # no database: none set up when only such tests run
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM procrastinate_jobs")
 
 
 @pytest.fixture
