@@ -166,6 +166,40 @@ http {
 EOF
 }
 
+# YOURLS looks each visit's country up in includes/geo/GeoLite2-Country.mmdb (opened per request), and skips the
+# lookup when the file is absent, as it is from a mirror that lacks large blobs. BENCH_YOURLS_GEOIP: a real
+# GeoLite2 Country database to use. Otherwise a stand-in, so that each visit still opens a database and
+# searches it: every public IPv4 /16 but the documentation ranges spread over ten countries (written with
+# mmdb-writer, lftrack's test dependency), larger than the 128 KB its reader scans for metadata. wrk's addresses
+# (198.51.100.0/24) are in neither the stand-in nor MaxMind's database, nor iptocc's (lftrack's lookup): each
+# lookup ends without a country, in all three.
+geoip() {
+  local db="$1/includes/geo/GeoLite2-Country.mmdb"
+  [ -f "$db" ] && return
+  if [ -n "${BENCH_YOURLS_GEOIP:-}" ]; then cp "$BENCH_YOURLS_GEOIP" "$db"; return; fi
+  echo "peer_yourls: no GeoLite2 Country database: writing a stand-in to $db" >&2
+  .venv/bin/python - "$db" <<'PY'
+import ipaddress
+import sys
+
+from mmdb_writer import MMDBWriter
+from netaddr import IPSet
+
+codes = ["US", "GB", "DE", "FR", "JP", "BR", "IN", "CN", "CA", "AU"]
+networks: dict[str, list[str]] = {code: [] for code in codes}
+documentation = [ipaddress.ip_network(net) for net in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")]
+for i, net in enumerate(ipaddress.ip_network("0.0.0.0/0").subnets(new_prefix=16)):
+    if net.is_global and not net.is_multicast and not any(net.overlaps(doc) for doc in documentation):
+        networks[codes[i % len(codes)]].append(str(net))
+writer = MMDBWriter(ip_version=6, ipv4_compatible=True, database_type="GeoLite2-Country", languages=["en"])
+for code, nets in networks.items():
+    country = {"iso_code": code, "names": {"en": code}}
+    writer.insert_network(IPSet(nets), {"country": country, "registered_country": country})
+writer.to_db_file(sys.argv[1] + ".part")
+PY
+  mv "$db.part" "$db"
+}
+
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 up() {
@@ -175,6 +209,7 @@ up() {
   local root
   root=$(source_dir)
   configure "$root"
+  geoip "$root"
   alive "$HOME_DIR/php-fpm.pid" || php-fpm8.2 -y "$HOME_DIR/php-fpm.conf"
   alive "$HOME_DIR/nginx.pid" || nginx -p "$HOME_DIR/nginx" -c "$HOME_DIR/nginx.conf"
   for _ in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/robots.txt" && break; sleep 0.1; done

@@ -149,7 +149,9 @@ stored_rows() {
 }
 
 .venv/bin/python -c "import bench.limit_reference" # its table, before the first round counts rows
-echo "bench: $SYSTEMS on gunicorn.conf.py ($WORKERS workers; gthread x $THREADS threads); $ROUNDS rounds, each a ${WARMUP}s warm-up and wrk -t2 -c$CONNECTIONS -d${SECONDS_RUN}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+PEERS=""
+case " $SYSTEMS " in *" yourls "*) PEERS="; yourls on nginx + PHP-FPM (bench/peer_yourls.sh)" ;; esac
+echo "bench: $SYSTEMS on gunicorn.conf.py ($WORKERS workers; gthread x $THREADS threads$PEERS); $ROUNDS rounds, each a ${WARMUP}s warm-up and wrk -t2 -c$CONNECTIONS -d${SECONDS_RUN}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 # This host's speed drifts within minutes: the systems are measured in turns, and each round gives ratios.
 for round in $(seq 1 "$ROUNDS"); do
   declare -A RPS=()
