@@ -18,8 +18,8 @@
 #            (gthread, BENCH_THREADS threads)
 #   floor    bench/floor.py's `django` level: a 302 from a plain view behind every middleware, nothing stored
 #   gevent-N lftrack on gevent with batches of at most N clicks (bench/redirect_batch.py; 16 in production)
-#   yourls   a peer: YOURLS, a PHP URL shortener that stores each visit before it answers (a SELECT of the link,
-#            an UPDATE of its click count, an INSERT into its log, each committed), on nginx + PHP-FPM
+#   yourls   a peer: YOURLS, a PHP URL shortener that stores each visit before it answers (it reads the link,
+#            commits an UPDATE of its click count, then an INSERT into its log), on nginx + PHP-FPM
 #            (2 workers a core) + the host's MariaDB, started and seeded by bench/peer_yourls.sh on 127.0.0.1:8767
 #            with as many links as lftrack's (its own keys: YOURLS's keywords are [0-9a-zA-Z]); wrk asks for
 #            /<keyword>, expects 301s, and its CPU per request is PHP-FPM's workers', nginx's and MariaDB's
@@ -160,7 +160,7 @@ for round in $(seq 1 "$ROUNDS"); do
     OUT=$(run "$system")
     WARM=$(echo "$OUT" | grep '^WARMUP'); MAIN=$(echo "$OUT" | grep '^RESULT')
     # ids are sequential: rows above the mark are this run's (warm-up and run), against the 302s wrk saw
-    # (YOURLS: its log's rows against its 301s).
+    # (YOURLS: the count of its log's rows against its 301s).
     STORED=$(( $(stored_rows "$system") - BEFORE ))
     # The clicks of one statement share its now(): distinct times count the statements (batches) that stored them.
     BATCH=""
