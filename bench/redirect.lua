@@ -1,6 +1,10 @@
 -- GET /l/<key> over the seeded links (bench/redirect.sh), with the user agents of real traffic: mostly
--- a few browsers, some previews and bots. Counts answers that are not a 302.
+-- a few browsers, some previews and bots. Counts answers other than the redirect expected (non3xx): lftrack's
+-- 302, or BENCH_EXPECT_STATUS for a peer (YOURLS: 301, and a 302 from it means an unknown keyword).
+-- BENCH_PATH_PREFIX: the path before the key ("/l/" for lftrack, "/" for YOURLS).
 local seed_file = os.getenv("BENCH_SEED") or "bench/.seed"
+local prefix = os.getenv("BENCH_PATH_PREFIX") or "/l/"
+local expected = tonumber(os.getenv("BENCH_EXPECT_STATUS") or "302")
 local threads = {}
 local next_id = 0
 local agents = {
@@ -33,13 +37,13 @@ function request()
   local headers = {["User-Agent"] = agents[math.random(#agents)], ["X-Forwarded-For"] = "198.51.100." .. math.random(250)}
   local referrer = referrers[math.random(#referrers)]
   if referrer ~= "" then headers["Referer"] = referrer end
-  return wrk.format("GET", "/l/" .. keys[math.random(#keys)], headers)
+  return wrk.format("GET", prefix .. keys[math.random(#keys)], headers)
 end
 
 function response(status, headers, body)
-  if status ~= 302 then
+  if status ~= expected then
     non3xx = non3xx + 1
-    if non3xx <= 3 then io.stderr:write("non-302 " .. status .. ": " .. body .. "\n") end
+    if non3xx <= 3 then io.stderr:write("not " .. expected .. ": " .. status .. ": " .. body .. "\n") end
   end
 end
 

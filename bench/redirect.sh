@@ -19,9 +19,16 @@
 #            (gthread, BENCH_THREADS threads)
 #   floor    bench/floor.py's `django` level: a 302 from a plain view behind every middleware, nothing stored
 #   gevent-N lftrack on gevent with batches of at most N clicks (bench/redirect_batch.py; 16 in production)
+#   yourls   a peer: YOURLS, a PHP URL shortener that stores each visit before it answers (it reads the link,
+#            commits an UPDATE of its click count, then an INSERT into its log), on nginx + PHP-FPM
+#            (2 workers a core) + the host's MariaDB, started and seeded by bench/peer_yourls.sh on 127.0.0.1:8767
+#            with as many links as lftrack's (its own keys: YOURLS's keywords are [0-9a-zA-Z]); wrk asks for
+#            /<keyword>, expects 301s, and its CPU per request is PHP-FPM's workers', nginx's and MariaDB's
+#   BENCH_SYSTEMS="gevent yourls limit" bash bench/redirect.sh    # lftrack beside YOURLS and the limit reference
 # Prints each run (req/s, p99, CPU per request in gunicorn and PostgreSQL), the rows stored against the
 # 302s answered (a 302 without a click id stores nothing: the share untracked, the overload policy in
-# docs/deployment.md), and per round each system's ratio to the limit reference and gevent's to gthread.
+# docs/deployment.md), and per round each system's ratio to the limit reference and gevent's to gthread
+# (and to yourls).
 # Needs PostgreSQL and Redis (as in .ci/run); installs wrk. BENCH_REUSE_DB=1 runs against an existing
 # database as it is (e.g. BENCH_DB=lftrack_growth, grown by bench/seed_growth.sh), adding only this
 # run's own workspace and links, and keeps it.
@@ -40,6 +47,7 @@ CONNECTIONS=${BENCH_CONNECTIONS:-16}
 SYSTEMS=${BENCH_SYSTEMS:-gthread gevent limit}
 PY=.venv/bin/python
 SEED=$(mktemp)
+YOURLS_SEED=$(mktemp)
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 [ -x "$PY" ] || make install
@@ -56,7 +64,8 @@ stop() {
 }
 cleanup() {
   stop
-  rm -f "$SEED"
+  case " $SYSTEMS " in *" yourls "*) bash bench/peer_yourls.sh stop || true ;; esac
+  rm -f "$SEED" "$YOURLS_SEED"
   [ -n "${BENCH_KEEP_DB:-}${BENCH_REUSE_DB:-}" ] || psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $BENCH_DB" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -76,6 +85,9 @@ keys = [link_add(workspace=workspace, destination=f'https://shop.example.com/p/{
 open('$SEED', 'w').write('\n'.join(keys) + '\n')
 "
 psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
+case " $SYSTEMS " in *" yourls "*)
+  bash bench/peer_yourls.sh up && bash bench/peer_yourls.sh seed "$SEED" "$YOURLS_SEED" && bash bench/peer_yourls.sh stop ;;
+esac
 
 # CPU seconds (user + system, in clock ticks) used so far by processes: gunicorn's workers, PostgreSQL's backends.
 # A process may end between the test and the read (a gevent greenlet's backend): it counts 0.
@@ -85,6 +97,7 @@ sys_of() { local t=0 v; for p in "$@"; do v=$(awk '{print $15}' "/proc/$p/stat" 
 # run SYSTEM: start gunicorn with gunicorn.conf.py on it, warm up, run wrk; prints the warm-up's and the run's
 # RESULT lines, the latter with the CPU each request cost in gunicorn and in PostgreSQL (cpu_gunicorn_us, cpu_pg_us).
 run() {
+  [ "$1" = yourls ] && { run_yourls; return; }
   local app=lftrack.wsgi class=gevent
   case "$1" in
     gthread) class=gthread ;;
@@ -112,17 +125,35 @@ run() {
     printf "%s cpu_gunicorn_us=%.0f (kernel %.0f) cpu_pg_us=%.0f\n", $0, w / hz / n * 1e6, s / hz / n * 1e6, p / hz / n * 1e6 }'
   stop
 }
+# run_yourls: the same for YOURLS (bench/peer_yourls.sh), started afresh for the run and stopped after it; the run's
+# CPU per request in PHP-FPM's workers, nginx's workers and MariaDB (cpu_phpfpm_us, cpu_nginx_us, cpu_mariadb_us).
+run_yourls() {
+  local url=http://127.0.0.1:${BENCH_YOURLS_PORT:-8767} fpm web db f0 n0 d0 s0 out
+  bash bench/peer_yourls.sh up >/dev/null
+  BENCH_SEED="$YOURLS_SEED" BENCH_PATH_PREFIX=/ BENCH_EXPECT_STATUS=301 wrk -t2 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/redirect.lua "$url" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
+  fpm=$(bash bench/peer_yourls.sh pids php-fpm); web=$(bash bench/peer_yourls.sh pids nginx); db=$(bash bench/peer_yourls.sh pids mariadb)
+  f0=$(cpu_of $fpm); n0=$(cpu_of $web); d0=$(cpu_of $db); s0=$(sys_of $fpm)
+  out=$(BENCH_SEED="$YOURLS_SEED" BENCH_PATH_PREFIX=/ BENCH_EXPECT_STATUS=301 wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_RUN}s" --latency -s bench/redirect.lua "$url" | grep '^RESULT')
+  echo "$out" | awk -v f=$(( $(cpu_of $fpm) - f0 )) -v n=$(( $(cpu_of $web) - n0 )) -v d=$(( $(cpu_of $db) - d0 )) -v s=$(( $(sys_of $fpm) - s0 )) \
+      -v hz="$(getconf CLK_TCK)" '{
+    split($2, kv, "="); r = kv[2]
+    printf "%s cpu_phpfpm_us=%.0f (kernel %.0f) cpu_nginx_us=%.0f cpu_mariadb_us=%.0f\n", $0, f / hz / r * 1e6, s / hz / r * 1e6, n / hz / r * 1e6, d / hz / r * 1e6 }'
+  bash bench/peer_yourls.sh stop
+}
 field() { echo "$1" | sed -E "s/.* $2=([0-9.]+).*/\1/"; }
 stored_rows() {
   case "$1" in
     limit) psql "$DATABASE_URL" -tAc "SELECT coalesce(max(id), 0) FROM bench_limit_click" 2>/dev/null || echo 0 ;;
     floor) echo 0 ;;
+    yourls) bash bench/peer_yourls.sh rows ;;
     *) psql "$DATABASE_URL" -tAc "SELECT coalesce(max(id), 0) FROM clicks_click" ;;
   esac
 }
 
 .venv/bin/python -c "import bench.limit_reference" # its table, before the first round counts rows
-echo "bench: $SYSTEMS on gunicorn.conf.py ($WORKERS workers; gthread x $THREADS threads); $ROUNDS rounds, each a ${WARMUP}s warm-up and wrk -t2 -c$CONNECTIONS -d${SECONDS_RUN}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+PEERS=""
+case " $SYSTEMS " in *" yourls "*) PEERS="; yourls on nginx + PHP-FPM (bench/peer_yourls.sh)" ;; esac
+echo "bench: $SYSTEMS on gunicorn.conf.py ($WORKERS workers; gthread x $THREADS threads$PEERS); $ROUNDS rounds, each a ${WARMUP}s warm-up and wrk -t2 -c$CONNECTIONS -d${SECONDS_RUN}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 # This host's speed drifts within minutes: the systems are measured in turns, and each round gives ratios.
 for round in $(seq 1 "$ROUNDS"); do
   declare -A RPS=()
@@ -130,27 +161,28 @@ for round in $(seq 1 "$ROUNDS"); do
     BEFORE=$(stored_rows "$system")
     OUT=$(run "$system")
     WARM=$(echo "$OUT" | grep '^WARMUP'); MAIN=$(echo "$OUT" | grep '^RESULT')
-    # ids are sequential: rows above the mark are this run's (warm-up and run), against the 302s wrk saw.
+    # ids are sequential: rows above the mark are this run's (warm-up and run), against the 302s wrk saw
+    # (YOURLS: the count of its log's rows against its 301s).
     STORED=$(( $(stored_rows "$system") - BEFORE ))
     # The clicks of one statement share its now(): distinct times count the statements (batches) that stored them.
     BATCH=""
-    case "$system" in limit|floor) ;; *)
+    case "$system" in limit|floor|yourls) ;; *)
       BATCH="; $(psql "$DATABASE_URL" -tAc "SELECT round(count(*)::numeric / greatest(count(DISTINCT created_at), 1), 1) FROM clicks_click WHERE id > $BEFORE") clicks a statement" ;;
     esac
     ANSWERED=$(( $(field "$WARM" requests) - $(field "$WARM" non3xx) + $(field "$MAIN" requests) - $(field "$MAIN" non3xx) ))
     RPS[$system]=$(field "$MAIN" rps)
     # Stored may pass answered by the requests in flight when wrk stopped (one per connection at most).
     awk -v round="$round" -v sys_name="$system" -v main="${MAIN#RESULT }" -v stored="$STORED" -v answered="$ANSWERED" \
-        -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" -v batch="$BATCH" 'BEGIN {
+        -v loadavg="$(cut -d' ' -f1 /proc/loadavg)" -v batch="$BATCH" -v code="$([ "$system" = yourls ] && echo 301 || echo 302)" 'BEGIN {
       untracked = sys_name == "floor" ? 0 : (answered > stored ? (answered - stored) / answered * 100 : 0)
-      printf "bench: %d %-14s %s; load %s; %d rows stored for %d 302s (untracked %.1f%%)%s\n", round, sys_name, main, loadavg, stored, answered, untracked, batch }'
+      printf "bench: %d %-14s %s; load %s; %d rows stored for %d %ss (untracked %.1f%%)%s\n", round, sys_name, main, loadavg, stored, answered, code, untracked, batch }'
   done
   line="bench: $round ratios:"
   for system in $SYSTEMS; do
     [ "$system" != limit ] && [ -n "${RPS[limit]:-}" ] && line="$line $system/limit=$(awk -v a="${RPS[$system]}" -v b="${RPS[limit]}" 'BEGIN { printf "%.2f", a / b }')"
   done
   [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[gthread]:-}" ] && line="$line gevent/gthread=$(awk -v a="${RPS[gevent]}" -v b="${RPS[gthread]}" 'BEGIN { printf "%.2f", a / b }')"
-  for base in django django-gthread; do
+  for base in django django-gthread yourls; do
     [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[$base]:-}" ] && line="$line gevent/$base=$(awk -v a="${RPS[gevent]}" -v b="${RPS[$base]}" 'BEGIN { printf "%.2f", a / b }')"
   done
   echo "$line"
