@@ -9,7 +9,7 @@ from django.middleware.common import CommonMiddleware
 
 from clicks.views import follow_link
 
-_LINK = re.compile(r"/l/[-a-zA-Z0-9_]+")  # lftrack/urls.py's "l/<slug:key>"
+LINK_PATH = re.compile(r"/l/[-a-zA-Z0-9_]+")  # lftrack/urls.py's "l/<slug:key>"
 
 
 class RedirectMiddleware:
@@ -27,7 +27,7 @@ class RedirectMiddleware:
         self._follow = convert_exception_to_response(self._follow_link)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if _LINK.fullmatch(request.path_info) is None:
+        if LINK_PATH.fullmatch(request.path_info) is None:
             return self.get_response(request)
         response = self._common.process_response(request, self._follow(request))
         return self._frames.process_response(request, response)

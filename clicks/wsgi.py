@@ -8,7 +8,6 @@ Django would refuse, an https redirect due, a NUL) goes to Django, where clicks/
 an error on this path (404, 503, 400) is answered by Django's own handlers and response middleware.
 """
 
-import re
 import time
 from urllib.parse import parse_qsl
 
@@ -21,6 +20,7 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 
+from clicks.middleware import LINK_PATH
 from clicks.recipients import RECIPIENT_PARAM
 from clicks.views import visit_location
 from lftrack.deadline import watchdog
@@ -28,7 +28,6 @@ from lftrack.logs import request_id_of, request_id_var
 from lftrack.metrics import REQUESTS, labelled
 from lftrack.ratelimit import address_key, address_of
 
-_LINK = re.compile(r"/l/[-a-zA-Z0-9_]+")  # lftrack/urls.py's "l/<slug:key>"
 _ROUTE = "follow-link"  # lftrack/metrics.py's route of the redirect
 
 
@@ -77,7 +76,7 @@ def _unused(request):
 
 def _ours(environ) -> bool:
     """A GET of a link that Django would hand straight to the redirect: no https redirect due, a host it accepts."""
-    if environ.get("REQUEST_METHOD") != "GET" or _LINK.fullmatch(environ.get("PATH_INFO", "")) is None:
+    if environ.get("REQUEST_METHOD") != "GET" or LINK_PATH.fullmatch(environ.get("PATH_INFO", "")) is None:
         return False
     if "%00" in environ.get("QUERY_STRING", ""):
         return False  # lftrack/middleware.py's RequestGuardMiddleware answers it
