@@ -14,6 +14,8 @@
 #   django   lftrack on gevent through Django's handler only (lftrack.wsgi:django_application), as before
 #            clicks/wsgi.py answered the redirect's GET ahead of it
 #   django-gthread  the same on gthread (BENCH_THREADS threads): the redirect as it was served before issue #32
+#   gevent-nginx  lftrack on gevent behind the shipped front, deploy/nginx.conf (nginx's workers: one a core),
+#            wrk sending to nginx; CPU per request is gunicorn's and nginx's (cpu_nginx_us)
 #   gthread  lftrack, GUNICORN_WORKER_CLASS=gthread (BENCH_THREADS threads: the API pool's shape)
 #   limit    bench/limit_reference.py: a bare WSGI app, one durable INSERT and a 302 per request
 #            (gthread, BENCH_THREADS threads)
@@ -57,10 +59,12 @@ export SECRET_KEY=bench-only-secret-key-not-for-production ENV_FILE=
 export DEBUG=0 ALLOWED_HOSTS=127.0.0.1 LOG_LEVEL=WARNING CONN_MAX_AGE=600 TRUSTED_PROXY_COUNT=1
 export RATELIMIT_REDIRECT_IP=${BENCH_RATELIMIT_IP:-10000000/m}
 
-GUNICORN_PID=""
+GUNICORN_PID="" NGINX_PID=""
+NGINX_PORT=${BENCH_NGINX_PORT:-8768}
 stop() {
   if [ -n "$GUNICORN_PID" ] && kill -0 "$GUNICORN_PID" 2>/dev/null; then kill "$GUNICORN_PID"; wait "$GUNICORN_PID" 2>/dev/null || true; fi
-  GUNICORN_PID=""
+  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then kill "$NGINX_PID"; wait "$NGINX_PID" 2>/dev/null || true; fi
+  GUNICORN_PID="" NGINX_PID=""
 }
 cleanup() {
   stop
@@ -98,32 +102,56 @@ sys_of() { local t=0 v; for p in "$@"; do v=$(awk '{print $15}' "/proc/$p/stat" 
 # RESULT lines, the latter with the CPU each request cost in gunicorn and in PostgreSQL (cpu_gunicorn_us, cpu_pg_us).
 run() {
   [ "$1" = yourls ] && { run_yourls; return; }
-  local app=lftrack.wsgi class=gevent
+  local app=lftrack.wsgi class=gevent target=$PORT front="" proxies=1
   case "$1" in
     gthread) class=gthread ;;
     limit) app=bench.limit_reference:application; class=gthread ;;
     floor) app=bench.floor:application; class=gthread ;;
+    gevent-nginx) target=$NGINX_PORT proxies=2 ;;  # nginx appends its client (wrk) to X-Forwarded-For
     gevent-*) app=bench.redirect_batch:application ;;
     django) app=lftrack.wsgi:django_application ;;
     django-gthread) app=lftrack.wsgi:django_application; class=gthread ;;
   esac
-  BENCH_MAX_BATCH=${1#gevent-} BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
+  TRUSTED_PROXY_COUNT=$proxies BENCH_MAX_BATCH=${1#gevent-} BENCH_FLOOR=django GUNICORN_WORKER_CLASS=$class GUNICORN_BIND="127.0.0.1:$PORT" WEB_CONCURRENCY=$WORKERS \
     GUNICORN_THREADS=$THREADS GUNICORN_KEEPALIVE=30 GUNICORN_MAX_REQUESTS=0 GUNICORN_LOG_LEVEL=warning \
     .venv/bin/gunicorn -c gunicorn.conf.py "$app" &
   GUNICORN_PID=$!
   for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
   curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 || { echo "bench: $1 did not start within 30 s" >&2; stop; exit 1; }
-  BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
-  local workers pgs w0 p0 s0 out
+  if [ "$target" = "$NGINX_PORT" ]; then start_nginx; front=$(pgrep -P "$NGINX_PID" | tr '\n' ' '); fi
+  BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$target" | grep '^RESULT' | sed 's/^RESULT/WARMUP/'
+  local workers pgs w0 p0 s0 n0 out
   workers=$(pgrep -P "$GUNICORN_PID" | tr '\n' ' ')
   pgs=$(psql "$DATABASE_URL" -tAc "SELECT pid FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND pid <> pg_backend_pid()" | tr '\n' ' ')
-  w0=$(cpu_of $workers); p0=$(cpu_of $pgs); s0=$(sys_of $workers)
-  out=$(BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_RUN}s" --latency -s bench/redirect.lua "http://127.0.0.1:$PORT" | grep '^RESULT')
+  w0=$(cpu_of $workers); p0=$(cpu_of $pgs); s0=$(sys_of $workers); n0=$(cpu_of $front)
+  out=$(BENCH_SEED="$SEED" wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_RUN}s" --latency -s bench/redirect.lua "http://127.0.0.1:$target" | grep '^RESULT')
   echo "$out" | awk -v w=$(( $(cpu_of $workers) - w0 )) -v p=$(( $(cpu_of $pgs) - p0 )) -v s=$(( $(sys_of $workers) - s0 )) \
-      -v hz="$(getconf CLK_TCK)" '{
+      -v f=$(( $(cpu_of $front) - n0 )) -v front="$front" -v class="$class" -v hz="$(getconf CLK_TCK)" '{
     split($2, kv, "="); n = kv[2]
-    printf "%s cpu_gunicorn_us=%.0f (kernel %.0f) cpu_pg_us=%.0f\n", $0, w / hz / n * 1e6, s / hz / n * 1e6, p / hz / n * 1e6 }'
+    printf "%s cpu_gunicorn_us=%.0f (kernel %.0f)", $0, w / hz / n * 1e6, s / hz / n * 1e6
+    # The backends of a gevent pool belong to its client connections, opened during the run: not sampled.
+    if (class != "gevent") printf " cpu_pg_us=%.0f", p / hz / n * 1e6
+    if (front != "") printf " cpu_nginx_us=%.0f", f / hz / n * 1e6
+    printf "\n" }'
   stop
+}
+# start_nginx: deploy/nginx.conf as shipped, on NGINX_PORT in front of gunicorn's PORT (both of its upstreams), in a
+# scratch prefix, as tests/faults/test_front_proxy.py runs it.
+start_nginx() {
+  local temp
+  temp=$(mktemp -d) && chmod 777 "$temp"
+  sed -e "s/listen 80;/listen 127.0.0.1:$NGINX_PORT;/" -e "s/server 127.0.0.1:800[01];/server 127.0.0.1:$PORT;/" deploy/nginx.conf > "$temp/site.conf"
+  # BENCH_NGINX_KEEPALIVE=0: no kept connections to gunicorn (what deploy/nginx.conf's `keepalive` lines save).
+  [ "${BENCH_NGINX_KEEPALIVE:-1}" = 0 ] && sed -i -e '/^ *keepalive [0-9]*;/d' "$temp/site.conf"
+  cat > "$temp/nginx.conf" <<CONF
+daemon off; worker_processes auto; pid $temp/nginx.pid; error_log $temp/error.log warn;
+events { worker_connections 1024; }
+http { access_log off; client_body_temp_path $temp/body; proxy_temp_path $temp/proxy; include $temp/site.conf; }
+CONF
+  nginx -c "$temp/nginx.conf" -p "$temp" &
+  NGINX_PID=$!
+  for _ in $(seq 1 50); do curl -fs "http://127.0.0.1:$NGINX_PORT/healthz" >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "bench: nginx did not start (see $temp/error.log)" >&2; stop; exit 1
 }
 # run_yourls: the same for YOURLS (bench/peer_yourls.sh), started afresh for the run and stopped after it; the run's
 # CPU per request in PHP-FPM's workers, nginx's workers and MariaDB (cpu_phpfpm_us, cpu_nginx_us, cpu_mariadb_us).
@@ -182,6 +210,7 @@ for round in $(seq 1 "$ROUNDS"); do
     [ "$system" != limit ] && [ -n "${RPS[limit]:-}" ] && line="$line $system/limit=$(awk -v a="${RPS[$system]}" -v b="${RPS[limit]}" 'BEGIN { printf "%.2f", a / b }')"
   done
   [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[gthread]:-}" ] && line="$line gevent/gthread=$(awk -v a="${RPS[gevent]}" -v b="${RPS[gthread]}" 'BEGIN { printf "%.2f", a / b }')"
+  [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[gevent-nginx]:-}" ] && line="$line gevent-nginx/gevent=$(awk -v a="${RPS[gevent-nginx]}" -v b="${RPS[gevent]}" 'BEGIN { printf "%.2f", a / b }')"
   for base in django django-gthread yourls; do
     [ -n "${RPS[gevent]:-}" ] && [ -n "${RPS[$base]:-}" ] && line="$line gevent/$base=$(awk -v a="${RPS[gevent]}" -v b="${RPS[$base]}" 'BEGIN { printf "%.2f", a / b }')"
   done
