@@ -92,16 +92,33 @@ class CsvExportMixin:
     def export_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
+        request.csv_export = True  # get_changelist: the filters without the page
         try:
             changelist = self.get_changelist_instance(request)  # the page's filters and search, from the query
         except IncorrectLookupParameters:  # as the list itself answers a filter it does not know
             return HttpResponseRedirect(reverse(f"admin:{self._url_name('changelist')}") + "?e=1")
-        rows = changelist.get_queryset(request)
+        rows = changelist.queryset
         stamp = timezone.now().strftime("%Y%m%d-%H%M")
         return csv_response(
             f"{self.export_name or self.model._meta.model_name}-{stamp}.csv", rows_by_id(rows), self.export_columns
         )
 
+    def get_changelist(self, request, **kwargs):
+        changelist = super().get_changelist(request, **kwargs)
+        return _without_page(changelist) if getattr(request, "csv_export", False) else changelist
+
     def changelist_view(self, request, extra_context=None):
         url = reverse(f"admin:{self._url_name('export')}", current_app=self.admin_site.name)
         return super().changelist_view(request, {"export_url": url, **(extra_context or {})})
+
+
+def _without_page(changelist: type) -> type:
+    """`changelist` that finds the list's rows (filters, search, order) but not a page of them: the export reads its
+    rows in chunks itself, so the page's count, its rows and what a list adds to them (the page's revenue) are not
+    read at all."""
+
+    class Filtered(changelist):
+        def get_results(self, request):
+            self.result_list, self.result_count, self.full_result_count = [], 0, 0
+
+    return Filtered
