@@ -14,6 +14,7 @@
 #   django   lftrack on gevent through Django's handler only (lftrack.wsgi:django_application), as before
 #            clicks/wsgi.py answered the redirect's GET ahead of it
 #   django-gthread  the same on gthread (BENCH_THREADS threads): the redirect as it was served before issue #32
+#   pywsgi   lftrack on gunicorn's gevent_pywsgi worker class (gevent's own HTTP server in place of gunicorn's parser)
 #   gevent-nginx  lftrack on gevent behind the shipped front, deploy/nginx.conf (nginx's workers: one a core),
 #            wrk sending to nginx; CPU per request is gunicorn's and nginx's (cpu_nginx_us)
 #   gthread  lftrack, GUNICORN_WORKER_CLASS=gthread (BENCH_THREADS threads: the API pool's shape)
@@ -105,6 +106,7 @@ run() {
   local app=lftrack.wsgi class=gevent target=$PORT front="" proxies=1
   case "$1" in
     gthread) class=gthread ;;
+    pywsgi) class=gevent_pywsgi ;;
     limit) app=bench.limit_reference:application; class=gthread ;;
     floor) app=bench.floor:application; class=gthread ;;
     gevent-nginx) target=$NGINX_PORT proxies=2 ;;  # nginx appends its client (wrk) to X-Forwarded-For
