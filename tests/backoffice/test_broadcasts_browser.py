@@ -10,9 +10,9 @@ from django.urls import reverse
 from campaigns.models import Broadcast, BroadcastRecipient, Segment
 from campaigns.sending import run_pass
 from customers.tags import contact_tags_add
-from tests.backoffice.test_browser import log_in, post_json
+from tests.backoffice.test_browser import log_in
 from tests.backoffice.test_browser_back_office import by_css, owner, wait_css
-from tests.backoffice.test_email_steps_browser import PERSON, received, ui  # noqa: F401 (fixture)
+from tests.backoffice.test_email_steps_browser import follow_and_sign_up, preview_for, received, ui  # noqa: F401 (fixture)
 from tests.campaigns.test_smtp import smtp_server, smtp_settings  # noqa: F401 (fixtures)
 from tests.factories import ApiTokenFactory, CustomerFactory, WorkspaceFactory
 
@@ -22,7 +22,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_write_preview_test_and_send_a_broadcast_then_read_its_progress_clicks_and_leads(
     ui, smtp_server, smtp_settings
 ):
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     browser, wait, base = ui
@@ -61,17 +60,7 @@ def test_write_preview_test_and_send_a_broadcast_then_read_its_progress_clicks_a
     assert broadcast.status == "draft" and "<script" not in broadcast.html
 
     # Preview with Grace's data (a contact of the segment), desktop and narrow, in sandboxed frames.
-    wait_css(wait, ".lf-preview-link").click()
-    Select(wait_css(wait, "select#contact")).select_by_value(str(grace.pk))
-    by_css(browser, "#preview-contact button").click()
-    wait.until(lambda b: "Spring, Grace" in by_css(b, "#preview-subject").text)
-    for frame, width in (("preview-desktop", "680"), ("preview-narrow", "375")):
-        element = by_css(browser, f"#{frame}")
-        assert element.get_attribute("sandbox") == "" and element.get_attribute("width") == width
-        browser.switch_to.frame(element)
-        assert browser.find_element(By.TAG_NAME, "h1").text == "Hello Grace"
-        assert browser.find_element(By.LINK_TEXT, "our status page").get_attribute("href") == destination
-        browser.switch_to.default_content()
+    preview_for(browser, wait, grace, subject="Spring, Grace", heading="Hello Grace", destination=destination)
 
     # Send me a test: to alice, marked, through SMTP, recorded nowhere.
     by_css(browser, "#send-test").click()
@@ -95,18 +84,9 @@ def test_write_preview_test_and_send_a_broadcast_then_read_its_progress_clicks_a
     tracked = re.search(r'href="([^"]+)"[^>]*>our status page', html).group(1).replace("&amp;", "&")
     assert tracked.startswith(f"{base}/l/") and "lf_e=b" in tracked
 
-    # Grace follows her link as her desktop browser would (headless Chromium is flagged a bot), then signs up.
-    original = browser.execute_script("return navigator.userAgent")
-    browser.execute_cdp_cmd("Network.setUserAgentOverride", {"userAgent": PERSON})
-    try:
-        browser.get(tracked)
-        wait.until(lambda b: "lf_cid=" in b.current_url)
-    finally:
-        browser.execute_cdp_cmd("Network.setUserAgentOverride", {"userAgent": original})
-    assert browser.current_url.startswith(f"{base}/healthz?from=broadcast&lf_cid=")
-    click_id = browser.current_url.split("lf_cid=")[1]
-    status, _ = post_json(f"{base}/api/v1/conversions", {"event": "lead", "click_id": click_id}, token.secret)
-    assert status == 201
+    # Grace follows her link, then signs up.
+    landed = follow_and_sign_up(browser, wait, base, tracked, token.secret)
+    assert landed.startswith(f"{base}/healthz?from=broadcast&lf_cid=")
 
     browser.get(base + reverse("admin:campaigns_broadcast_change", args=[broadcast.pk]))
     assert wait_css(wait, ".field-status .readonly").text == "Sent"

@@ -36,9 +36,44 @@ def received(smtp_server, index: int):
     return message, html
 
 
-def test_write_preview_and_test_an_html_email_then_read_its_clicks_and_leads(ui, smtp_server, smtp_settings):
+def preview_for(browser, wait, contact, *, subject: str, heading: str, destination: str) -> None:
+    """From an email's page, its preview with `contact`'s data: the subject, and in both sandboxed frames (desktop
+    and narrow) the heading filled for them, the link as written (a preview tracks nothing) and the unsubscribe link."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
+
+    wait_css(wait, ".lf-preview-link").click()
+    Select(wait_css(wait, "select#contact")).select_by_value(str(contact.pk))
+    by_css(browser, "#preview-contact button").click()
+    wait.until(lambda b: subject in by_css(b, "#preview-subject").text)
+    for frame, width in (("preview-desktop", "680"), ("preview-narrow", "375")):
+        element = by_css(browser, f"#{frame}")
+        assert element.get_attribute("sandbox") == "" and element.get_attribute("width") == width
+        browser.switch_to.frame(element)
+        assert browser.find_element(By.TAG_NAME, "h1").text == heading
+        assert browser.find_element(By.LINK_TEXT, "our status page").get_attribute("href") == destination
+        assert browser.find_element(By.LINK_TEXT, "Unsubscribe")
+        browser.switch_to.default_content()
+
+
+def follow_and_sign_up(browser, wait, base: str, tracked: str, token: str) -> str:
+    """The contact follows the tracked link of their email as their desktop browser would (headless Chromium says
+    "HeadlessChrome", which the redirect flags as a bot), then signs up: a lead on that click. Where they landed."""
+    original = browser.execute_script("return navigator.userAgent")
+    browser.execute_cdp_cmd("Network.setUserAgentOverride", {"userAgent": PERSON})
+    try:
+        browser.get(tracked)
+        wait.until(lambda b: "lf_cid=" in b.current_url)
+    finally:
+        browser.execute_cdp_cmd("Network.setUserAgentOverride", {"userAgent": original})
+    click_id = browser.current_url.split("lf_cid=")[1]
+    status, _ = post_json(f"{base}/api/v1/conversions", {"event": "lead", "click_id": click_id}, token)
+    assert status == 201
+    return browser.current_url
+
+
+def test_write_preview_and_test_an_html_email_then_read_its_clicks_and_leads(ui, smtp_server, smtp_settings):
+    from selenium.webdriver.common.by import By
 
     browser, wait, base = ui
     smtp_settings.PUBLIC_BASE_URL = base  # the tracked links point at this live server
@@ -64,18 +99,7 @@ def test_write_preview_and_test_an_html_email_then_read_its_clicks_and_leads(ui,
     assert "<script" not in step.html and step.body.startswith("Hello {{ name }}")
 
     # Preview with Grace's data: the email in two sandboxed frames, desktop and narrow.
-    wait_css(wait, ".lf-preview-link").click()
-    Select(wait_css(wait, "select#contact")).select_by_value(str(grace.pk))
-    by_css(browser, "#preview-contact button").click()
-    wait.until(lambda b: "Welcome, Grace" in by_css(b, "#preview-subject").text)
-    for frame, width in (("preview-desktop", "680"), ("preview-narrow", "375")):
-        element = by_css(browser, f"#{frame}")
-        assert element.get_attribute("sandbox") == "" and element.get_attribute("width") == width
-        browser.switch_to.frame(element)
-        assert browser.find_element(By.TAG_NAME, "h1").text == "Hello Grace"
-        assert browser.find_element(By.LINK_TEXT, "our status page").get_attribute("href") == destination
-        assert browser.find_element(By.LINK_TEXT, "Unsubscribe")
-        browser.switch_to.default_content()
+    preview_for(browser, wait, grace, subject="Welcome, Grace", heading="Hello Grace", destination=destination)
     assert "Start with our status page" in by_css(browser, "#preview-text").text
 
     # Send me a test: to alice, marked, through SMTP, counted nowhere.
@@ -92,18 +116,9 @@ def test_write_preview_and_test_an_html_email_then_read_its_clicks_and_leads(ui,
     _, html = received(smtp_server, 1)
     tracked = re.search(r'href="([^"]+)"[^>]*>our status page', html).group(1).replace("&amp;", "&")
     assert tracked.startswith(f"{base}/l/") and "lf_e=" in tracked
-    # As her desktop browser: headless Chromium says "HeadlessChrome", which the redirect flags as a bot.
-    original = browser.execute_script("return navigator.userAgent")
-    browser.execute_cdp_cmd("Network.setUserAgentOverride", {"userAgent": PERSON})
-    try:
-        browser.get(tracked)
-        wait.until(lambda b: "lf_cid=" in b.current_url)
-    finally:
-        browser.execute_cdp_cmd("Network.setUserAgentOverride", {"userAgent": original})
-    assert browser.current_url.startswith(f"{base}/healthz?from=email&lf_cid=")
-    click_id = browser.current_url.split("lf_cid=")[1]
-    status, _ = post_json(f"{base}/api/v1/conversions", {"event": "lead", "click_id": click_id}, token.secret)
-    assert status == 201
+    assert follow_and_sign_up(browser, wait, base, tracked, token.secret).startswith(
+        f"{base}/healthz?from=email&lf_cid="
+    )
 
     browser.get(base + reverse("admin:campaigns_campaign_change", args=[spring.pk]))
     row = wait_css(wait, "#step-numbers tr.step-numbers-row[data-position='1']")
