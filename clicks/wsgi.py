@@ -35,7 +35,10 @@ def redirect_first(django_application):
     """`django_application`, with GET /l/<key> answered before it."""
 
     def application(environ, start_response):
-        if not _ours(environ):
+        if environ.get("REQUEST_METHOD") != "GET" or LINK_PATH.fullmatch(environ.get("PATH_INFO", "")) is None:
+            return django_application(environ, start_response)
+        secure = _secure(environ)
+        if not _straight_to_the_redirect(environ, secure):
             return django_application(environ, start_response)
         started = time.perf_counter()
         request_id = request_id_of(environ)
@@ -46,7 +49,7 @@ def redirect_first(django_application):
         if deadline:
             watchdog.watch(time.monotonic() + deadline)
         try:
-            status, headers = _redirect(environ, _location(environ))
+            status, headers = _redirect(_location(environ), secure)
         except Exception as exc:
             request = WSGIRequest(environ)
             response = response_for_exception(request, exc)  # the view's errors, as Django answers them
@@ -74,20 +77,19 @@ def _unused(request):
     raise AssertionError("only the middleware's process_response is called")
 
 
-def _ours(environ) -> bool:
-    """A GET of a link that Django would hand straight to the redirect: no https redirect due, a host it accepts."""
-    if environ.get("REQUEST_METHOD") != "GET" or LINK_PATH.fullmatch(environ.get("PATH_INFO", "")) is None:
-        return False
+def _straight_to_the_redirect(environ, secure: bool) -> bool:
+    """Whether Django would hand this GET of a link straight to the redirect: no https redirect due, a host it
+    accepts, nothing for the request guard or CommonMiddleware to answer."""
     if "%00" in environ.get("QUERY_STRING", ""):
         return False  # lftrack/middleware.py's RequestGuardMiddleware answers it
-    if settings.SECURE_SSL_REDIRECT and not _secure(environ):
+    if settings.SECURE_SSL_REDIRECT and not secure:
         return False
     if settings.USE_X_FORWARDED_HOST or settings.PREPEND_WWW or settings.DISALLOWED_USER_AGENTS:
         return False  # what CommonMiddleware and the host check would do differently: left to them
     host = environ.get("HTTP_HOST")
     if not host:  # as request.get_host() falls back
         host, port = environ.get("SERVER_NAME", ""), environ.get("SERVER_PORT", "")
-        if port != ("443" if _secure(environ) else "80"):
+        if port != ("443" if secure else "80"):
             host = f"{host}:{port}"
     domain, _ = split_domain_port(host)
     allowed = settings.ALLOWED_HOSTS
@@ -117,7 +119,7 @@ def _location(environ) -> str:
     )
 
 
-def _redirect(environ, location: str) -> tuple[str, list[tuple[str, str]]]:
+def _redirect(location: str, secure: bool) -> tuple[str, list[tuple[str, str]]]:
     """The view's 302 (clicks/views.py, _redirect) with what the response middleware adds to it."""
     headers = [
         ("Content-Type", f"text/html; charset={settings.DEFAULT_CHARSET}"),  # HttpResponse's default
@@ -127,7 +129,7 @@ def _redirect(environ, location: str) -> tuple[str, list[tuple[str, str]]]:
         ("Content-Length", "0"),
         ("X-Frame-Options", settings.X_FRAME_OPTIONS.upper()),
     ]
-    if settings.SECURE_HSTS_SECONDS and _secure(environ):
+    if settings.SECURE_HSTS_SECONDS and secure:
         hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
         if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
             hsts += "; includeSubDomains"

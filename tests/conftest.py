@@ -160,6 +160,13 @@ class WsgiClient(Client):
         return response
 
 
+@pytest.fixture(params=["django", "wsgi"])
+def either_client(request) -> Client:
+    """Each test that takes it runs twice: through Django's test client, and through lftrack.wsgi.application, the
+    entry point gunicorn serves, whose GET /l/<key> is answered before Django's handler (clicks/wsgi.py)."""
+    return Client() if request.param == "django" else WsgiClient()
+
+
 def form_of(client, page: str, **data) -> dict:
     """What a browser posts from the back-office form at `page`: its one-time nonce (create forms act once) and `data`."""
     return {"nonce": re.search(r'name="nonce" value="([^"]+)"', client.get(page).content.decode()).group(1), **data}

@@ -10,7 +10,6 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connections
-from django.test import Client
 from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -23,7 +22,7 @@ from conversions.models import ConversionEvent
 from lftrack import ratelimit
 from lftrack.deadline import _cut
 from rollups.services import numbers_roll_up
-from tests.conftest import WsgiClient, assert_api_error
+from tests.conftest import assert_api_error
 from tests.factories import (
     CampaignEmailFactory,
     CampaignFactory,
@@ -41,10 +40,10 @@ def _token(settings):
     settings.METRICS_TOKEN = TOKEN
 
 
-@pytest.fixture(params=["django", "wsgi"])
-def client(request):
-    """Each test twice: through Django's test client and through lftrack.wsgi.application (clicks/wsgi.py)."""
-    return Client() if request.param == "django" else WsgiClient()
+@pytest.fixture
+def client(either_client):
+    """Each test twice: through Django's test client and through lftrack.wsgi.application (tests/conftest.py)."""
+    return either_client
 
 
 def test_without_a_token_configured_the_endpoint_is_not_found(client, settings):

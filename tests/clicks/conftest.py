@@ -1,12 +1,9 @@
-"""Every click test twice: through Django's test client, and through lftrack.wsgi.application, the entry point
-gunicorn serves, whose GET /l/<key> is answered before Django's handler (clicks/wsgi.py)."""
+"""Every click test twice: through Django's test client and through lftrack.wsgi.application (tests/conftest.py,
+either_client)."""
 
 import pytest
-from django.test import Client
-
-from tests.conftest import WsgiClient
 
 
-@pytest.fixture(params=["django", "wsgi"])
-def client(request):
-    return Client() if request.param == "django" else WsgiClient()
+@pytest.fixture
+def client(either_client):
+    return either_client
